@@ -1,0 +1,160 @@
+"""`faildex`: the one command. validate, new, schema, index, diagnose."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from . import schema as S
+
+
+def find_root(start: Path | None = None) -> Path:
+    """The faildex checkout: the folder holding entries/ (cwd upwards, then this package's)."""
+    env = os.environ.get("FAILDEX_ROOT")
+    if env:
+        return Path(env).resolve()
+    for base in [Path(start or Path.cwd()).resolve(), Path(__file__).resolve().parent.parent]:
+        for p in [base, *base.parents]:
+            if (p / "entries").is_dir() and (p / "generator").is_dir():
+                return p
+    raise SystemExit("faildex: no entries/ folder found; run inside the faildex checkout "
+                     "or set FAILDEX_ROOT")
+
+
+def cmd_validate(args) -> int:
+    from .validate import validate
+    root = find_root()
+    entries, problems = validate(root)
+    for p in problems:
+        print(p)
+    cats = {e.data.get("category") for e in entries}
+    if problems:
+        print(f"faildex validate: {len(problems)} problem(s) in {len({p.file for p in problems})} "
+              f"file(s) ({len(entries)} entries read)", file=sys.stderr)
+        return 1
+    print(f"faildex validate: {len(entries)} entries in {len(cats)} categories, no problems")
+    return 0
+
+
+def cmd_schema(args) -> int:
+    text = json.dumps(S.json_schema(), indent=2, ensure_ascii=False) + "\n"
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+NEW_TEMPLATE = """\
+# yaml-language-server: $schema={schema}
+# Format: CONTRIBUTING.md and the site's Contributing page. Check: faildex validate
+id: {id}
+title: TODO the failure as a reader would search for it
+category: {category}
+severity: high
+systems: [TODO]
+quick_answer: >
+  TODO the cause, and the first thing to do.
+root_cause: >
+  TODO the mechanism.
+symptoms:
+  - see: TODO what the user sees
+    why: TODO why this failure produces it
+signatures:
+  - id: TODO-signature
+    regex: 'TODO exact text the software prints'
+    strength: defining
+    source: TODO upstream file or URL of a real report where this text appears
+confirm:
+  - do: TODO a check
+    command: TODO the command
+fix:
+  - do: TODO the fix
+    command: TODO the command or setting
+    why: TODO why it works
+verify: TODO how to prove the fix worked
+prevent:
+  - TODO
+references:
+  - title: TODO
+    url: https://TODO
+examples:
+  - source: TODO "reproduced: <how>" or the URL of the report
+    log: |
+      TODO paste the log as printed
+  - source: TODO
+    log: |
+      TODO
+"""
+
+
+def cmd_new(args) -> int:
+    root = find_root()
+    try:
+        category, eid = args.name.split("/", 1)
+    except ValueError:
+        print("faildex new: give <category>/<id>, e.g. nccl/nccl-wrong-interface", file=sys.stderr)
+        return 2
+    import re
+    if category not in S.CATEGORIES:
+        print(f"faildex new: unknown category {category!r}; one of: {', '.join(S.CATEGORIES)}",
+              file=sys.stderr)
+        return 2
+    if not re.match(S.KEBAB, eid):
+        print(f"faildex new: {eid!r} is not kebab-case (e.g. nccl-wrong-interface)", file=sys.stderr)
+        return 2
+    path = root / "entries" / category / f"{eid}.yaml"
+    existing = list((root / "entries").glob(f"*/{eid}.yaml"))
+    if existing:
+        print(f"faildex new: {existing[0].relative_to(root)} already exists (ids are unique)",
+              file=sys.stderr)
+        return 2
+    path.parent.mkdir(parents=True, exist_ok=True)
+    schema_rel = os.path.relpath(root / "generator" / "entry.schema.json", path.parent)
+    path.write_text(NEW_TEMPLATE.format(schema=schema_rel, id=eid, category=category), encoding="utf-8")
+    print(f"created {path.relative_to(root)}; fill in the TODOs, then run: faildex validate")
+    return 0
+
+
+def cmd_index(args) -> int:
+    from .index import build_index_or_exit
+    root = find_root()
+    index = build_index_or_exit(root)
+    out = Path(args.output) if args.output else root / ".cache" / "index.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(index, sort_keys=True, separators=(",", ":")), encoding="utf-8")
+    print(f"wrote {out} ({len(index['entries'])} entries, {len(index['signatures'])} signatures, "
+          f"{len(index['anchors'])} anchors)")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["diagnose"]:
+        from .index import cached_index_path
+        from faildex_engine.cli import main as diagnose_main
+        try:
+            index_path = cached_index_path(find_root())
+        except SystemExit as err:
+            print(err, file=sys.stderr)
+            return 2
+        return diagnose_main(argv[1:], index_path=index_path)
+    ap = argparse.ArgumentParser(prog="faildex", description=__doc__)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("validate", help="check every entry; file:line:col: CODE message")
+    p = sub.add_parser("schema", help="print the JSON Schema of an entry")
+    p.add_argument("-o", "--output")
+    p = sub.add_parser("new", help="scaffold entries/<category>/<id>.yaml")
+    p.add_argument("name", metavar="CATEGORY/ID")
+    p = sub.add_parser("index", help="compile the engine's index JSON")
+    p.add_argument("-o", "--output")
+    sub.add_parser("diagnose", help="diagnose logs: faildex diagnose --help")
+    args = ap.parse_args(argv)
+    return {"validate": cmd_validate, "schema": cmd_schema, "new": cmd_new,
+            "index": cmd_index}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,196 @@
+"""Read entry files safely, keeping the line and column of every value.
+
+Entries come from strangers' pull requests, so reading one must be bounded
+and must never execute or expand anything: the size is capped, the bytes must
+be UTF-8, YAML aliases are refused before anything is built (a billion-laughs
+file never expands), and duplicate keys are errors, not silent overrides.
+"""
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.constructor import DuplicateKeyError
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.events import AliasEvent
+
+MAX_ENTRY_BYTES = 512 * 1024  # the largest real entry is ~20 KB; big logs go in example files
+
+Path_ = tuple  # a path into the entry: ("signatures", 0, "regex")
+
+
+@dataclass(order=True)
+class Problem:
+    file: str
+    line: int
+    col: int
+    code: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.col}: {self.code} {self.message}"
+
+
+@dataclass
+class Entry:
+    path: Path                 # the YAML file
+    rel: str                   # its path as shown in messages (entries/<cat>/<id>.yaml)
+    data: dict                 # plain Python data
+    positions: dict = field(default_factory=dict)  # path -> (line, col), 1-based, of the value
+    key_positions: dict = field(default_factory=dict)  # path -> (line, col) of the key
+
+    @property
+    def id(self) -> str:
+        return self.data.get("id") if isinstance(self.data.get("id"), str) else self.path.stem
+
+    def pos(self, path: Path_) -> tuple[int, int]:
+        """Best position for a path: the value, else its key, else the nearest parent."""
+        path = tuple(path)
+        while True:
+            if path in self.positions:
+                return self.positions[path]
+            if path in self.key_positions:
+                return self.key_positions[path]
+            if not path:
+                return (1, 1)
+            path = path[:-1]
+
+    def key_pos(self, path: Path_) -> tuple[int, int]:
+        return self.key_positions.get(tuple(path)) or self.pos(path)
+
+    def problem(self, path: Path_, code: str, message: str, at_key: bool = False) -> Problem:
+        line, col = self.key_pos(path) if at_key else self.pos(path)
+        return Problem(self.rel, line, col, code, message)
+
+
+def _plain(node, path, positions, key_positions):
+    """Convert ruamel's round-trip objects to plain data, recording positions."""
+    if isinstance(node, CommentedMap):
+        out = {}
+        for k in node:
+            child = path + (k,)
+            try:
+                kl, kc = node.lc.key(k)
+                key_positions[child] = (kl + 1, kc + 1)
+                vl, vc = node.lc.value(k)
+                positions[child] = (vl + 1, vc + 1)
+            except (KeyError, TypeError, AttributeError):
+                pass
+            out[k] = _plain(node[k], child, positions, key_positions)
+        return out
+    if isinstance(node, CommentedSeq):
+        out = []
+        for i, v in enumerate(node):
+            child = path + (i,)
+            try:
+                line, col = node.lc.item(i)
+                positions[child] = (line + 1, col + 1)
+            except (KeyError, TypeError, AttributeError):
+                pass
+            out.append(_plain(v, child, positions, key_positions))
+        return out
+    if isinstance(node, str):
+        return str(node)
+    return node
+
+
+def _mark(err) -> tuple[int, int]:
+    mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
+    if mark is None:
+        return (1, 1)
+    return (mark.line + 1, mark.column + 1)
+
+
+def read_yaml_text(text: str, rel: str) -> tuple[object, dict, dict, list[Problem]]:
+    """Parse YAML text; return (data, positions, key_positions, problems)."""
+    yaml = YAML(typ="rt")
+    yaml.allow_duplicate_keys = False
+    # Refuse aliases before constructing anything: no expansion bombs, and an entry
+    # stays readable on its own.
+    try:
+        for event in yaml.parse(io.StringIO(text)):
+            if isinstance(event, AliasEvent):
+                line, col = event.start_mark.line + 1, event.start_mark.column + 1
+                return None, {}, {}, [Problem(rel, line, col, "FDX022",
+                                              "YAML alias (*name) is not allowed in entries: "
+                                              "write the value out")]
+    except MarkedYAMLError as err:
+        line, col = _mark(err)
+        return None, {}, {}, [Problem(rel, line, col, "FDX001",
+                                      f"YAML syntax error: {err.problem or err.context}")]
+    except YAMLError as err:
+        return None, {}, {}, [Problem(rel, 1, 1, "FDX001", f"YAML syntax error: {err}")]
+    try:
+        node = yaml.load(text)
+    except DuplicateKeyError as err:
+        line, col = _mark(err)
+        key = (err.problem or "").split('"')[1] if '"' in (err.problem or "") else "a key"
+        return None, {}, {}, [Problem(rel, line, col, "FDX021",
+                                      f"duplicate key {key!r}: each key may appear once; merge the two")]
+    except MarkedYAMLError as err:
+        line, col = _mark(err)
+        return None, {}, {}, [Problem(rel, line, col, "FDX001",
+                                      f"YAML syntax error: {err.problem or err.context}")]
+    except YAMLError as err:
+        return None, {}, {}, [Problem(rel, 1, 1, "FDX001", f"YAML syntax error: {err}")]
+    positions: dict = {}
+    key_positions: dict = {}
+    data = _plain(node, (), positions, key_positions)
+    return data, positions, key_positions, []
+
+
+def load_entry(path: Path, root: Path) -> tuple[Entry | None, list[Problem]]:
+    try:
+        rel = str(path.relative_to(root))
+    except ValueError:
+        rel = str(path)
+    try:
+        size = path.stat().st_size
+        if size > MAX_ENTRY_BYTES:
+            return None, [Problem(rel, 1, 1, "FDX023",
+                                  f"file is {size // 1024} KB; entries are capped at "
+                                  f"{MAX_ENTRY_BYTES // 1024} KB: move large logs to "
+                                  f"example files in a folder named after the entry")]
+        raw = path.read_bytes()
+    except OSError as err:
+        return None, [Problem(rel, 1, 1, "FDX024", f"cannot read file: {err.strerror}")]
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = raw.count(b"\n", 0, err.start) + 1
+        col = err.start - (raw.rfind(b"\n", 0, err.start) + 1) + 1
+        return None, [Problem(rel, line, col, "FDX024",
+                              f"not UTF-8 (byte 0x{raw[err.start]:02x}): save the file as UTF-8")]
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    data, positions, key_positions, problems = read_yaml_text(text, rel)
+    if problems:
+        return None, problems
+    if not isinstance(data, dict):
+        return None, [Problem(rel, 1, 1, "FDX029",
+                              "an entry must be a YAML mapping of fields (id:, title:, ...); "
+                              "run `faildex new <category>/<id>` for a template")]
+    return Entry(path, rel, data, positions, key_positions), []
+
+
+def entry_files(entries_dir: Path) -> list[Path]:
+    """Every entry file: entries/<category>/<id>.yaml (sorted, deterministic)."""
+    return sorted(p for p in entries_dir.glob("*/*.yaml") if p.is_file())
+
+
+def load_all(root: Path) -> tuple[list[Entry], list[Problem]]:
+    entries: list[Entry] = []
+    problems: list[Problem] = []
+    edir = root / "entries"
+    for p in sorted(edir.glob("*/*.yml")):
+        problems.append(Problem(str(p.relative_to(root)), 1, 1, "FDX030",
+                                "entry files end in .yaml: rename it"))
+    for path in entry_files(edir):
+        entry, probs = load_entry(path, root)
+        problems.extend(probs)
+        if entry:
+            entries.append(entry)
+    return entries, problems

@@ -1,0 +1,230 @@
+"""Static analysis of signature regexes (build time only; the engine never parses).
+
+Two questions are answered here:
+
+* Which literal text must every match contain? The engine's prefilter scans raw
+  bytes for a few such anchors and runs full regexes only on the lines that hold
+  one, which is what makes scanning gigabytes fast.
+* Could the pattern backtrack catastrophically? Contributors' regexes run on
+  hostile input, so nested or overlapping unbounded repeats are refused.
+"""
+from __future__ import annotations
+
+import re
+
+try:  # Python 3.11+
+    from re import _constants as C  # type: ignore[attr-defined]
+    from re import _parser as P  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover
+    import sre_constants as C  # type: ignore[no-redef]
+    import sre_parse as P  # type: ignore[no-redef]
+
+MIN_ANCHOR = 4       # shortest literal worth scanning for
+UNBOUNDED = C.MAXREPEAT
+
+
+def _common_substrings(groups: list[list[str]], min_len: int = 3) -> list[str]:
+    """Substrings of length >= min_len present in some literal of every group, maximal first."""
+    if not groups or any(not g for g in groups):
+        return []
+    found: set[str] = set()
+    for lit in groups[0]:
+        for length in range(len(lit), min_len - 1, -1):
+            for i in range(len(lit) - length + 1):
+                sub = lit[i:i + length]
+                if any(sub in f for f in found):
+                    continue
+                if all(any(sub in other for other in g) for g in groups[1:]):
+                    found.add(sub)
+    return sorted(found, key=lambda s: (-len(s), s))
+
+
+def _literals(items) -> list[str]:
+    """Literal runs that every match of this parsed sequence contains."""
+    runs: list[str] = []
+    cur: list[str] = []
+
+    def flush():
+        if cur:
+            runs.append("".join(cur))
+            cur.clear()
+
+    for op, av in items:
+        if op is C.LITERAL:
+            cur.append(chr(av))
+        elif op is C.IN and len(av) == 1 and av[0][0] is C.LITERAL:
+            cur.append(chr(av[0][1]))
+        elif op is C.AT:
+            continue  # zero-width: does not break a run
+        elif op is C.SUBPATTERN:
+            sub = av[-1]
+            inner = list(sub)
+            # A group made only of literals continues the current run.
+            if all(o is C.LITERAL for o, _ in inner):
+                cur.extend(chr(a) for _, a in inner)
+            else:
+                flush()
+                runs.extend(_literals(inner))
+        elif op in (C.MAX_REPEAT, C.MIN_REPEAT, getattr(C, "POSSESSIVE_REPEAT", None)):
+            lo, hi, body = av
+            flush()
+            if lo >= 1:
+                runs.extend(_literals(list(body)))
+        elif op is C.BRANCH:
+            flush()
+            branches = [_literals(list(b)) for b in av[1]]
+            runs.extend(_common_substrings(branches))
+        elif op is C.ATOMIC_GROUP if hasattr(C, "ATOMIC_GROUP") else False:
+            flush()
+            runs.extend(_literals(list(av)))
+        else:
+            flush()
+    flush()
+    return runs
+
+
+def required_literals(pattern: str) -> list[str]:
+    """Literal strings that appear in every match of pattern, longest first."""
+    parsed = P.parse(pattern)
+    lits = [s for s in _literals(list(parsed)) if s]
+    return sorted(set(lits), key=lambda s: (-len(s), s))
+
+
+def _is_wide(op, av) -> bool:
+    """A single-character matcher that matches most characters (., [^x], \\S, \\W, \\D)."""
+    if op is C.ANY:
+        return True
+    if op is C.IN:
+        if av and av[0][0] is C.NEGATE:
+            return True
+        wide = {C.CATEGORY_NOT_SPACE, C.CATEGORY_NOT_DIGIT, C.CATEGORY_NOT_WORD}
+        return any(o is C.CATEGORY and a in wide for o, a in av)
+    return False
+
+
+def _first_chars(items) -> set | None:
+    """Characters a sequence can start with; None when it can start with almost anything."""
+    for op, av in items:
+        if op is C.LITERAL:
+            return {av}
+        if op is C.AT:
+            continue
+        if op is C.IN and all(o is C.LITERAL for o, _ in av):
+            return {a for _, a in av}
+        if op is C.SUBPATTERN:
+            return _first_chars(list(av[-1]))
+        return None
+    return set()
+
+
+def _ambiguous_branch(items) -> bool:
+    """True when an alternation inside items has an empty branch or two branches
+    that can start with the same character (the parser factors a|ab into a(?:|b))."""
+    for op, av in items:
+        if op is C.BRANCH:
+            seen: set = set()
+            for b in av[1]:
+                fc = _first_chars(list(b))
+                if fc is None or not fc or fc & seen:
+                    return True
+                seen |= fc
+            if any(_ambiguous_branch(list(b)) for b in av[1]):
+                return True
+        elif op is C.SUBPATTERN and _ambiguous_branch(list(av[-1])):
+            return True
+        elif op in (C.MAX_REPEAT, C.MIN_REPEAT) and _ambiguous_branch(list(av[2])):
+            return True
+    return False
+
+
+def backtracking_risks(pattern: str) -> list[str]:
+    """Reasons the pattern may backtrack catastrophically (empty list: none found)."""
+    reasons: list[str] = []
+    wide_unbounded = 0
+
+    def contains_unbounded(items) -> bool:
+        for op, av in items:
+            if op in (C.MAX_REPEAT, C.MIN_REPEAT) and av[1] == UNBOUNDED:
+                return True
+            if op is C.SUBPATTERN and contains_unbounded(list(av[-1])):
+                return True
+            if op in (C.MAX_REPEAT, C.MIN_REPEAT) and contains_unbounded(list(av[2])):
+                return True
+            if op is C.BRANCH and any(contains_unbounded(list(b)) for b in av[1]):
+                return True
+        return False
+
+    def walk(items):
+        nonlocal wide_unbounded
+        for op, av in items:
+            if op in (C.MAX_REPEAT, C.MIN_REPEAT):
+                lo, hi, body = av
+                body = list(body)
+                if hi == UNBOUNDED and len(body) == 1 and _is_wide(*body[0]):
+                    wide_unbounded += 1
+                if hi > 1 and contains_unbounded(body):
+                    reasons.append("a repeated group contains an unbounded repeat (nested "
+                                   "quantifiers such as (a+)+): make the inner part bounded")
+                if hi == UNBOUNDED and _ambiguous_branch(body):
+                    reasons.append("an unbounded repeat of alternatives that can "
+                                   "start with the same character, e.g. (a|ab)*")
+                walk(body)
+            elif op is C.SUBPATTERN:
+                walk(list(av[-1]))
+            elif op is C.BRANCH:
+                for b in av[1]:
+                    walk(list(b))
+
+    walk(list(P.parse(pattern)))
+    if wide_unbounded > 1:
+        reasons.append(f"{wide_unbounded} unbounded wildcards (.* / .+ / \\S+ / [^x]*): keep at "
+                       f"most one, bound the others, e.g. .{{0,200}}")
+    return sorted(set(reasons))
+
+
+def choose_anchors(required: dict[str, list[str]], healthy_text: str = "",
+                   extra: tuple[str, ...] = ()) -> tuple[list[str], dict[str, str]]:
+    """Pick a small set of literal anchors such that each pattern contains one.
+
+    required: pattern key -> its required literals. Greedy set cover over the
+    substrings of those literals: prefer anchors that cover many patterns and are
+    rare in healthy output; every scan pays for each anchor, so fewer is faster.
+    Returns (anchors, key -> anchor). Keys with no usable literal are left out.
+    """
+    candidates: dict[str, set[str]] = {}
+    for key, lits in required.items():
+        for lit in lits:
+            for length in range(MIN_ANCHOR, min(len(lit), 24) + 1):
+                for i in range(len(lit) - length + 1):
+                    sub = lit[i:i + length]
+                    if sub.strip() != sub or not sub.strip():
+                        continue
+                    candidates.setdefault(sub, set()).add(key)
+    healthy_hits: dict[str, int] = {}
+
+    def cost(sub: str) -> float:
+        if sub not in healthy_hits:
+            healthy_hits[sub] = healthy_text.count(sub) if healthy_text else 0
+        # A candidate line costs a decode and some regexes; an anchor costs a full pass.
+        return 1.0 + healthy_hits[sub] * 0.05
+
+    uncovered = {k for k, lits in required.items() if any(len(x) >= MIN_ANCHOR for x in lits)}
+    anchors: list[str] = list(extra)
+    assigned: dict[str, str] = {}
+    for a in extra:
+        for key in list(uncovered):
+            if any(a in lit for lit in required[key]):
+                assigned[key] = a
+                uncovered.discard(key)
+    while uncovered:
+        best = max(
+            (s for s in candidates if candidates[s] & uncovered),
+            key=lambda s: (len(candidates[s] & uncovered) / cost(s), len(s), s),
+        )
+        anchors.append(best)
+        for key in candidates[best] & uncovered:
+            assigned[key] = best
+        uncovered -= candidates[best]
+    # A key covered by several anchors is tested when any of them is on a line,
+    # so record for each key every chosen anchor it contains.
+    return anchors, assigned

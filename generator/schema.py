@@ -1,0 +1,287 @@
+"""The entry format: the single source of truth.
+
+Everything about the shape of an entry lives here. The validator walks this
+spec, `faildex schema` turns it into JSON Schema for editors, and the
+Contributing page documents it from the same objects. To add a field, add it
+here once.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+KEBAB = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"
+SNAKE = r"^[a-z][a-z0-9_]*$"
+VERSION = r"^[0-9]+(?:\.[0-9]+){0,3}$"
+
+# The categories of the encyclopedia: folder name -> (title, what belongs there).
+CATEGORIES: dict[str, tuple[str, str]] = {
+    "rendezvous": ("Rendezvous and TCPStore",
+                   "Ranks fail to find each other: torchrun rendezvous, the c10d TCPStore, env:// init."),
+    "nccl": ("NCCL and collectives",
+             "Communicator set-up, network transport and collective hangs or errors."),
+    "elastic": ("Elastic agent and process exits",
+                "What torchrun's agent reports when a worker process dies, and why it died."),
+    "ddp": ("DDP, FSDP and DeepSpeed",
+            "Data-parallel wrappers and sharded training refusing the model, the state or the step."),
+    "cuda": ("CUDA and the GPU",
+             "Device memory, kernels, libraries, drivers and hardware faults (Xid)."),
+    "host": ("Host, DataLoader and files",
+             "The CPU side: DataLoader workers, shared memory, file descriptors, disks, NFS."),
+    "numerics": ("Numerics and autograd",
+                 "NaN and overflow, divergence, and autograd or dtype/device errors in the step."),
+    "checkpoint": ("Checkpoints and weights",
+                   "Saving and loading state: key and shape mismatches, corrupt files, load policy."),
+    "environment": ("Build and environment",
+                    "Mismatched builds: CUDA, NCCL, extensions, compilers and caches."),
+    "cluster": ("Schedulers and clusters",
+                "Slurm and Kubernetes killing, refusing or delaying the job."),
+    "serving": ("Serving and model loading",
+                "vLLM engines and model or tokenizer loading at start-up."),
+}
+
+SEVERITIES = ["low", "medium", "high", "critical"]
+STRENGTHS = ["defining", "supporting", "collateral"]
+# Software whose versions the engine reads from logs and entries can pin.
+SOFTWARE = ["pytorch", "cuda", "cudnn", "nccl", "driver", "deepspeed", "vllm", "transformers", "python"]
+
+
+# ---------------------------------------------------------------- the types
+
+@dataclass(frozen=True)
+class Str:
+    pattern: str | None = None      # regex the value must match
+    multiline: bool = False         # prose (folded or literal block)
+    max_len: int | None = None
+    format: str | None = None       # "uri" or "regex": checked by the validator
+    enum: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Bool:
+    pass
+
+
+@dataclass(frozen=True)
+class EntryRef:
+    """The id of another entry; the validator checks that it exists."""
+
+
+@dataclass(frozen=True)
+class List:
+    item: Any
+    min_items: int = 0
+    unique: bool = False
+
+
+@dataclass(frozen=True)
+class Map:
+    """Free keys (matching key_pattern) to values of one type."""
+    value: Any
+    key_pattern: str = SNAKE
+
+
+@dataclass(frozen=True)
+class OneOf:
+    """The value is one of several types (e.g. a string or an object)."""
+    options: tuple
+
+
+@dataclass(frozen=True)
+class F:
+    name: str
+    type: Any
+    doc: str
+    required: bool = False
+    example: Any = None
+
+
+@dataclass(frozen=True)
+class Obj:
+    fields: tuple[F, ...]
+    doc: str = ""
+    one_of_required: tuple[str, ...] = ()   # exactly one of these keys must be present
+
+    def field(self, name: str) -> F | None:
+        return next((f for f in self.fields if f.name == name), None)
+
+
+# ---------------------------------------------------------------- the entry
+
+LINK = Obj((
+    F("entry", EntryRef(), "The other entry's id.", required=True),
+    F("when", Str(), "What you would see if it were that entry instead.", required=True),
+))
+
+DISCRIMINATOR = Obj((
+    F("signal", Str(), "What to look at (a fact, a timing, a value in the error).", required=True),
+    F("here", Str(), "What that signal shows when it is this failure.", required=True),
+    F("elsewhere", LINK, "The look-alike entry and what the signal shows there.", required=True),
+    F("fact", Str(pattern=SNAKE),
+      "Optional: a fact the engine can read (a named group of a signature, or a context fact "
+      "such as pytorch_version) to evaluate this signal automatically."),
+    F("here_pattern", Str(format="regex"),
+      "With `fact`: a regex the fact's value matches when it is this entry. A value that does "
+      "not match points at the `elsewhere` entry."),
+))
+
+SIGNATURE = Obj((
+    F("id", Str(pattern=KEBAB), "Unique within the entry.", required=True),
+    F("regex", Str(format="regex"),
+      "Python regex searched in one log line (ANSI codes stripped). Case-sensitive: it is the "
+      "exact text the software prints. Named groups become facts in the report.", required=True),
+    F("strength", Str(enum=tuple(STRENGTHS)),
+      "defining: the line alone identifies this failure. supporting: consistent with it, but "
+      "other failures print it too. collateral: printed on other ranks or processes as a "
+      "consequence; it attaches to the diagnosis and never makes it.", required=True),
+    F("source", Str(),
+      "Where this exact text was verified: upstream file (repo/path) or the URL of a real "
+      "report. Reviewers check it.", required=True),
+))
+
+STEP = Obj((
+    F("do", Str(), "The action, as an instruction.", required=True),
+    F("command", Str(multiline=True), "A command, setting or code change to copy."),
+    F("why", Str(multiline=True), "Why this works for this failure.", required=True),
+))
+
+CHECK = Obj((
+    F("do", Str(), "The check, as an instruction.", required=True),
+    F("command", Str(multiline=True), "The command that performs it."),
+))
+
+AFFECTS = Obj((
+    F("software", Str(enum=tuple(SOFTWARE)), "Which software's version decides.", required=True),
+    F("introduced", Str(pattern=VERSION), "First affected version (omit: all earlier ones)."),
+    F("fixed", Str(pattern=VERSION), "First version without the failure (omit: not fixed)."),
+    F("note", Str(), "What changed in that release."),
+))
+
+EXAMPLE = Obj((
+    F("log", Str(multiline=True), "The log excerpt, as the software printed it."),
+    F("file", Str(), "Or: a path relative to the entry's folder, e.g. "
+      "`<id>/rank3.log` (larger examples live in a folder named after the entry)."),
+    F("source", Str(),
+      "Where it comes from: `reproduced: <how>` for output made here, or the URL of the real "
+      "report it was taken from.", required=True),
+    F("expect", EntryRef(),
+      "The entry the engine must name as primary (default: this entry)."),
+), one_of_required=("log", "file"))
+
+REFERENCE = Obj((
+    F("title", Str(), "What the page is.", required=True),
+    F("url", Str(format="uri"), "http(s) URL.", required=True),
+))
+
+NOT_THIS = Obj((
+    F("entry", EntryRef(), "The entry people confuse this with.", required=True),
+    F("because", Str(), "Why it is not that.", required=True),
+))
+
+SYMPTOM = Obj((
+    F("see", Str(), "What the user sees.", required=True),
+    F("why", Str(), "Why this failure produces it.", required=True),
+))
+
+ENTRY = Obj((
+    F("id", Str(pattern=KEBAB), "Permanent id, equal to the file name. Never reused.", required=True,
+      example="torchrun-rendezvous-timeout"),
+    F("title", Str(max_len=90), "The failure as a reader would search for it.", required=True),
+    F("category", Str(enum=tuple(CATEGORIES)), "The folder under entries/.", required=True),
+    F("severity", Str(enum=tuple(SEVERITIES)), "low, medium, high or critical.", required=True),
+    F("systems", List(Str(), min_items=1, unique=True),
+      "Software involved (torchrun, NCCL, Slurm...).", required=True),
+    F("quick_answer", Str(multiline=True), "One or two sentences: the cause and the first move.",
+      required=True),
+    F("root_cause", Str(multiline=True), "The mechanism, in prose.", required=True),
+    F("misread_as", Str(multiline=True), "What people wrongly suspect, and why it is not that."),
+    F("downstream", Bool(),
+      "True when this failure is usually the report of another one (ChildFailedError, a "
+      "watchdog timeout on ranks that waited): the engine prefers a cause found elsewhere "
+      "in the logs and names this entry only when there is none."),
+    F("symptoms", List(SYMPTOM, min_items=1), "What the user sees, and why.", required=True),
+    F("signatures", List(SIGNATURE, min_items=1), "What the engine matches in logs.", required=True),
+    F("affects", List(AFFECTS), "Version ranges where this failure happens."),
+    F("discriminators", List(DISCRIMINATOR), "Signals that separate look-alikes."),
+    F("confirm", List(CHECK, min_items=1), "How to confirm: concrete checks.", required=True),
+    F("fix", List(STEP, min_items=1), "The fix, as steps.", required=True),
+    F("verify", Str(multiline=True), "How to prove the fix worked.", required=True),
+    F("prevent", List(Str(multiline=True), min_items=1), "How to keep it from coming back.",
+      required=True),
+    F("not_this", List(NOT_THIS), "Failures people confuse with this one."),
+    F("related", List(EntryRef(), unique=True), "Related entries (shown both ways)."),
+    F("references", List(REFERENCE, min_items=1), "Upstream sources for the facts.", required=True),
+    F("examples", List(EXAMPLE, min_items=2), "Real log excerpts; each is a test.", required=True),
+))
+
+
+# ---------------------------------------------------------------- JSON Schema
+
+def json_schema() -> dict:
+    """JSON Schema (draft 2020-12) for editors, derived from ENTRY."""
+
+    def conv(t) -> dict:
+        if isinstance(t, Str):
+            s: dict = {"type": "string", "minLength": 1}
+            if t.enum:
+                s["enum"] = list(t.enum)
+            if t.pattern:
+                s["pattern"] = t.pattern
+            if t.max_len:
+                s["maxLength"] = t.max_len
+            if t.format == "uri":
+                s["pattern"] = r"^https?://"
+            return s
+        if isinstance(t, EntryRef):
+            return {"type": "string", "pattern": KEBAB}
+        if isinstance(t, Bool):
+            return {"type": "boolean"}
+        if isinstance(t, List):
+            s = {"type": "array", "items": conv(t.item)}
+            if t.min_items:
+                s["minItems"] = t.min_items
+            if t.unique:
+                s["uniqueItems"] = True
+            return s
+        if isinstance(t, Map):
+            return {"type": "object", "propertyNames": {"pattern": t.key_pattern},
+                    "additionalProperties": conv(t.value)}
+        if isinstance(t, OneOf):
+            return {"oneOf": [conv(o) for o in t.options]}
+        if isinstance(t, Obj):
+            s = {"type": "object", "additionalProperties": False,
+                 "properties": {f.name: {**conv(f.type), "description": f.doc} for f in t.fields},
+                 "required": [f.name for f in t.fields if f.required]}
+            if t.one_of_required:
+                s["oneOf"] = [{"required": [k]} for k in t.one_of_required]
+            return s
+        raise TypeError(t)
+
+    schema = conv(ENTRY)
+    schema = {"$schema": "https://json-schema.org/draft/2020-12/schema",
+              "$id": "https://faildex.dev/schema/entry.json",
+              "title": "faildex entry", **schema}
+    return schema
+
+
+def describe_type(t) -> str:
+    """Short human name of a type, for the format docs."""
+    if isinstance(t, Str):
+        if t.enum:
+            return " | ".join(t.enum)
+        if t.format == "regex":
+            return "regex"
+        if t.format == "uri":
+            return "URL"
+        return "text" if t.multiline else "string"
+    if isinstance(t, EntryRef):
+        return "entry id"
+    if isinstance(t, Bool):
+        return "true | false"
+    if isinstance(t, List):
+        return f"list of {describe_type(t.item)}"
+    if isinstance(t, Obj):
+        return "object"
+    if isinstance(t, Map):
+        return f"map of {describe_type(t.value)}"
+    return "value"

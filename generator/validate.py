@@ -1,0 +1,378 @@
+"""The validator: every check is a small function with a stable code.
+
+Each check yields Problems (`file:line:col: FDXnnn message`). `validate()`
+runs them all and returns every problem at once, sorted. To add a check, write
+a function, give it the next free code, list it in CHECKS, and add a failing
+fixture test in tests/test_validate.py.
+
+Codes
+  FDX001 YAML syntax error            FDX016 defining signature matches healthy output
+  FDX002 unknown key                  FDX017 signature has no literal anchor
+  FDX003 missing required field       FDX018 regex may backtrack catastrophically
+  FDX004 wrong type                   FDX019 example matched by no signature of its entry
+  FDX005 value not allowed            FDX020 defining signature matches no example
+  FDX006 value has the wrong form     FDX021 duplicate YAML key
+  FDX007 text too long                FDX022 YAML alias
+  FDX008 needs exactly one of         FDX023 file too large
+  FDX010 id differs from file name    FDX024 not UTF-8 / unreadable
+  FDX011 category differs from folder FDX025 example file missing
+  FDX012 duplicate id                 FDX026 duplicate signature id in an entry
+  FDX013 link to an unknown entry     FDX027 discriminator fact/pattern inconsistent
+  FDX014 regex does not compile       FDX028 an entry links to itself
+  FDX015 reference URL not http(s)    FDX029 file is not a mapping
+                                      FDX030 wrong file extension
+                                      FDX031 case-insensitive signature
+                                      FDX032 version range is empty
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+from . import schema as S
+from .loader import Entry, Problem, load_all
+from .regexes import MIN_ANCHOR, backtracking_risks, required_literals
+
+Check = Callable[[Entry, "Context"], Iterator[Problem]]
+
+
+class Context:
+    """What checks need beyond one entry: all ids, and healthy training output."""
+
+    def __init__(self, root: Path, entries: list[Entry], healthy_lines: list[tuple[str, int, str]]):
+        self.root = root
+        self.entries = entries
+        self.ids = {e.id for e in entries}
+        self.healthy_lines = healthy_lines  # (file, line number, text)
+
+
+def healthy_logs(root: Path) -> list[tuple[str, int, str]]:
+    """Lines of known-good training runs kept in tests/healthy/."""
+    lines = []
+    for path in sorted((root / "tests" / "healthy").glob("*.log")):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for n, line in enumerate(text.splitlines(), 1):
+            lines.append((str(path.relative_to(root)), n, line))
+    return lines
+
+
+# ---------------------------------------------------------------- structure
+
+def _type_name(value) -> str:
+    return {dict: "a mapping", list: "a list", str: "text", bool: "true/false",
+            int: "a number", float: "a number", type(None): "empty"}.get(type(value), type(value).__name__)
+
+
+def _walk(entry: Entry, spec, value, path: tuple) -> Iterator[Problem]:
+    where = ".".join(str(p) for p in path) or "entry"
+    if isinstance(spec, S.Obj):
+        if not isinstance(value, dict):
+            yield entry.problem(path, "FDX004", f"{where} must be a mapping, found {_type_name(value)}")
+            return
+        known = {f.name for f in spec.fields}
+        for key in value:
+            if key not in known:
+                near = _closest(str(key), known)
+                hint = f" (did you mean {near!r}?)" if near else f"; allowed: {', '.join(sorted(known))}"
+                yield entry.problem(path + (key,), "FDX002", f"unknown key {key!r} in {where}{hint}",
+                                    at_key=True)
+        for f in spec.fields:
+            if f.name in value:
+                yield from _walk(entry, f.type, value[f.name], path + (f.name,))
+            elif f.required:
+                yield entry.problem(path, "FDX003",
+                                    f"missing required field {f.name!r} in {where}: {f.doc}",
+                                    at_key=bool(path))
+        if spec.one_of_required:
+            present = [k for k in spec.one_of_required if k in value]
+            if len(present) != 1:
+                yield entry.problem(path, "FDX008",
+                                    f"{where} needs exactly one of {' or '.join(spec.one_of_required)}"
+                                    f" (found {len(present)})")
+    elif isinstance(spec, S.List):
+        if not isinstance(value, list):
+            yield entry.problem(path, "FDX004", f"{where} must be a list, found {_type_name(value)}")
+            return
+        if len(value) < spec.min_items:
+            yield entry.problem(path, "FDX003",
+                                f"{where} needs at least {spec.min_items} item(s), found {len(value)}")
+        if spec.unique:
+            seen = set()
+            for i, item in enumerate(value):
+                if isinstance(item, str) and item in seen:
+                    yield entry.problem(path + (i,), "FDX006", f"{where} lists {item!r} twice")
+                seen.add(item if isinstance(item, str) else id(item))
+        for i, item in enumerate(value):
+            yield from _walk(entry, spec.item, item, path + (i,))
+    elif isinstance(spec, (S.Str, S.EntryRef)):
+        if not isinstance(value, str):
+            yield entry.problem(path, "FDX004", f"{where} must be text, found {_type_name(value)}"
+                                + (" (quote it)" if isinstance(value, (int, float, bool)) else ""))
+            return
+        if not value.strip():
+            yield entry.problem(path, "FDX003", f"{where} is empty")
+            return
+        if isinstance(spec, S.EntryRef):
+            if not re.match(S.KEBAB, value):
+                yield entry.problem(path, "FDX006", f"{where}: {value!r} is not an entry id (kebab-case)")
+            return
+        if spec.enum and value not in spec.enum:
+            yield entry.problem(path, "FDX005",
+                                f"{where}: {value!r} is not one of {', '.join(spec.enum)}")
+        if spec.pattern and not re.match(spec.pattern, value):
+            yield entry.problem(path, "FDX006", f"{where}: {value!r} does not match {spec.pattern}")
+        if spec.max_len and len(value) > spec.max_len:
+            yield entry.problem(path, "FDX007",
+                                f"{where} is {len(value)} characters; keep it under {spec.max_len}")
+        if spec.format == "uri" and not re.match(r"^https?://[^\s/]+\.[^\s]+$", value):
+            yield entry.problem(path, "FDX015", f"{where}: {value!r} is not an http(s) URL")
+        if spec.format == "regex":
+            try:
+                re.compile(value)
+            except re.error as err:
+                yield entry.problem(path, "FDX014", f"{where}: regex does not compile: {err}")
+    elif isinstance(spec, S.Bool):
+        if not isinstance(value, bool):
+            yield entry.problem(path, "FDX004", f"{where} must be true or false")
+
+
+def _closest(word: str, options: Iterable[str]) -> str | None:
+    import difflib
+    got = difflib.get_close_matches(word, list(options), n=1, cutoff=0.75)
+    return got[0] if got else None
+
+
+def check_structure(entry: Entry, ctx: Context) -> Iterator[Problem]:
+    yield from _walk(entry, S.ENTRY, entry.data, ())
+
+
+# ---------------------------------------------------------------- identity
+
+def check_id_matches_file(entry: Entry, ctx: Context) -> Iterator[Problem]:
+    eid = entry.data.get("id")
+    if isinstance(eid, str) and eid != entry.path.stem:
+        yield entry.problem(("id",), "FDX010",
+                            f"id {eid!r} differs from the file name {entry.path.name!r}: "
+                            f"rename the file or fix the id (ids are permanent)")
+
+
+def check_category_matches_folder(entry: Entry, ctx: Context) -> Iterator[Problem]:
+    cat = entry.data.get("category")
+    folder = entry.path.parent.name
+    if isinstance(cat, str) and cat != folder:
+        yield entry.problem(("category",), "FDX011",
+                            f"category {cat!r} differs from the folder entries/{folder}/: "
+                            f"move the file or fix the category")
+
+
+def check_self_links(entry: Entry, ctx: Context) -> Iterator[Problem]:
+    for path, target in _links(entry):
+        if target == entry.id:
+            yield entry.problem(path, "FDX028", f"{'.'.join(map(str, path))} links the entry to itself")
+
+
+def _links(entry: Entry) -> Iterator[tuple[tuple, str]]:
+    d = entry.data
+    for i, r in enumerate(d.get("related") or []):
+        if isinstance(r, str):
+            yield ("related", i), r
+    for i, n in enumerate(d.get("not_this") or []):
+        if isinstance(n, dict) and isinstance(n.get("entry"), str):
+            yield ("not_this", i, "entry"), n["entry"]
+    for i, dis in enumerate(d.get("discriminators") or []):
+        if isinstance(dis, dict) and isinstance(dis.get("elsewhere"), dict):
+            target = dis["elsewhere"].get("entry")
+            if isinstance(target, str):
+                yield ("discriminators", i, "elsewhere", "entry"), target
+    for i, ex in enumerate(d.get("examples") or []):
+        if isinstance(ex, dict) and isinstance(ex.get("expect"), str):
+            yield ("examples", i, "expect"), ex["expect"]
+
+
+def check_links_exist(entry: Entry, ctx: Context) -> Iterator[Problem]:
+    for path, target in _links(entry):
+        if target not in ctx.ids and re.match(S.KEBAB, target):
+            near = _closest(target, ctx.ids)
+            hint = f" (did you mean {near!r}?)" if near else ""
+            yield entry.problem(path, "FDX013", f"{'.'.join(map(str, path))}: no entry with id "
+                                                f"{target!r}{hint}")
+
+
+# ---------------------------------------------------------------- signatures
+
+def _signatures(entry: Entry) -> Iterator[tuple[int, dict]]:
+    for i, sig in enumerate(entry.data.get("signatures") or []):
+        if isinstance(sig, dict) and isinstance(sig.get("regex"), str):
+            try:
+                re.compile(sig["regex"])
+            except re.error:
+                continue
+            yield i, sig
+
+
+def check_signature_ids_unique(entry: Entry, ctx: Context) -> Iterator[Problem]:
+    seen = set()
+    for i, sig in enumerate(entry.data.get("signatures") or []):
+        sid = sig.get("id") if isinstance(sig, dict) else None
+        if isinstance(sid, str):
+            if sid in seen:
+                yield entry.problem(("signatures", i, "id"), "FDX026", f"signature id {sid!r} is used twice")
+            seen.add(sid)
+
+
+def check_signature_anchor(entry: Entry, ctx: Context) -> Iterator[Problem]:
+    for i, sig in _signatures(entry):
+        if re.compile(sig["regex"]).flags & re.IGNORECASE:
+            yield entry.problem(("signatures", i, "regex"), "FDX031",
+                                "signatures are case-sensitive (the exact text printed): "
+                                "remove (?i); list the real spellings as alternatives")
+            continue
+        lits = required_literals(sig["regex"])
+        if not any(len(x) >= MIN_ANCHOR for x in lits):
+            yield entry.problem(("signatures", i, "regex"), "FDX017",
+                                f"every match must contain a literal of {MIN_ANCHOR}+ characters "
+                                f"(the scanner looks for it before running regexes); "
+                                f"found only {lits or 'none'}")
+
+
+def check_signature_backtracking(entry: Entry, ctx: Context) -> Iterator[Problem]:
+    for i, sig in _signatures(entry):
+        for reason in backtracking_risks(sig["regex"]):
+            yield entry.problem(("signatures", i, "regex"), "FDX018",
+                                f"signature {sig.get('id')!r} may backtrack catastrophically "
+                                f"on hostile lines: {reason}")
+
+
+def check_signature_not_in_healthy(entry: Entry, ctx: Context) -> Iterator[Problem]:
+    for i, sig in _signatures(entry):
+        if sig.get("strength") != "defining":
+            continue
+        rx = re.compile(sig["regex"])
+        for file, n, line in ctx.healthy_lines:
+            if rx.search(line):
+                yield entry.problem(("signatures", i, "regex"), "FDX016",
+                                    f"defining signature {sig.get('id')!r} matches healthy output "
+                                    f"{file}:{n}: {line.strip()[:120]!r}; make it specific to the failure")
+                break
+
+
+# ---------------------------------------------------------------- examples
+
+def example_text(entry: Entry, ex: dict) -> str | None:
+    if isinstance(ex.get("log"), str):
+        return ex["log"]
+    if isinstance(ex.get("file"), str):
+        p = (entry.path.parent / ex["file"]).resolve()
+        if p.is_file() and entry.path.parent.resolve() in p.parents:
+            return p.read_text(encoding="utf-8", errors="replace")
+    return None
+
+
+def check_example_files(entry: Entry, ctx: Context) -> Iterator[Problem]:
+    for i, ex in enumerate(entry.data.get("examples") or []):
+        if isinstance(ex, dict) and isinstance(ex.get("file"), str) and example_text(entry, ex) is None:
+            yield entry.problem(("examples", i, "file"), "FDX025",
+                                f"example file {ex['file']!r} not found next to the entry")
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def check_examples_match(entry: Entry, ctx: Context) -> Iterator[Problem]:
+    """Examples are tests: each is matched by the entry, each defining regex by an example."""
+    sigs = [(i, s, re.compile(s["regex"])) for i, s in _signatures(entry)]
+    if not sigs:
+        return
+    texts = []
+    for i, ex in enumerate(entry.data.get("examples") or []):
+        if not isinstance(ex, dict):
+            continue
+        text = example_text(entry, ex)
+        if text is None:
+            continue
+        lines = [_ANSI.sub("", ln) for ln in re.split(r"\r\n|\r|\n", text)]
+        texts.append(lines)
+        own = ex.get("expect") in (None, entry.id)
+        if own and not any(rx.search(ln) for _, s, rx in sigs
+                           if s.get("strength") in ("defining", "supporting") for ln in lines):
+            yield entry.problem(("examples", i), "FDX019",
+                                "no defining or supporting signature of this entry matches any line "
+                                "of this example: the example or the signatures are wrong")
+    for i, s, rx in sigs:
+        if s.get("strength") == "defining" and not any(rx.search(ln) for lines in texts for ln in lines):
+            yield entry.problem(("signatures", i, "regex"), "FDX020",
+                                f"defining signature {s.get('id')!r} matches no example: add the "
+                                f"real log that shows it")
+
+
+# ---------------------------------------------------------------- discriminators, versions
+
+def check_discriminator_facts(entry: Entry, ctx: Context) -> Iterator[Problem]:
+    for i, dis in enumerate(entry.data.get("discriminators") or []):
+        if not isinstance(dis, dict):
+            continue
+        if ("fact" in dis) != ("here_pattern" in dis):
+            yield entry.problem(("discriminators", i), "FDX027",
+                                "`fact` and `here_pattern` go together: give both or neither")
+
+
+def _vkey(v: str) -> tuple:
+    return tuple(int(x) for x in v.split("."))
+
+
+def check_version_ranges(entry: Entry, ctx: Context) -> Iterator[Problem]:
+    for i, a in enumerate(entry.data.get("affects") or []):
+        if not isinstance(a, dict):
+            continue
+        lo, hi = a.get("introduced"), a.get("fixed")
+        if isinstance(lo, str) and isinstance(hi, str) and re.match(S.VERSION, lo) and re.match(S.VERSION, hi):
+            if _vkey(lo) >= _vkey(hi):
+                yield entry.problem(("affects", i), "FDX032",
+                                    f"introduced {lo} is not before fixed {hi}: the range is empty")
+
+
+CHECKS: list[Check] = [
+    check_structure,
+    check_id_matches_file,
+    check_category_matches_folder,
+    check_self_links,
+    check_links_exist,
+    check_signature_ids_unique,
+    check_signature_anchor,
+    check_signature_backtracking,
+    check_signature_not_in_healthy,
+    check_example_files,
+    check_examples_match,
+    check_discriminator_facts,
+    check_version_ranges,
+]
+
+
+def check_duplicate_ids(entries: list[Entry]) -> Iterator[Problem]:
+    first: dict[str, Entry] = {}
+    for e in entries:
+        eid = e.data.get("id")
+        if not isinstance(eid, str):
+            continue
+        if eid in first:
+            other = first[eid]
+            yield e.problem(("id",), "FDX012", f"id {eid!r} is already used by {other.rel}; ids are unique")
+        else:
+            first[eid] = e
+
+
+def validate_entries(root: Path, entries: list[Entry]) -> list[Problem]:
+    ctx = Context(root, entries, healthy_logs(root))
+    problems = list(check_duplicate_ids(entries))
+    for entry in entries:
+        for check in CHECKS:
+            problems.extend(check(entry, ctx))
+    return problems
+
+
+def validate(root: Path) -> tuple[list[Entry], list[Problem]]:
+    """Load and check every entry under root/entries. Problems sorted by file and line."""
+    entries, problems = load_all(root)
+    problems += validate_entries(root, entries)
+    return entries, sorted(problems)
