@@ -1,0 +1,160 @@
+"""faildex engine: name the failure that started it all, from plain logs.
+
+Pure Python, standard library only: the same code runs in the CLI and, under
+Pyodide, in the reader's browser. The API is plain data in, plain data out:
+
+    from faildex_engine import diagnose, load_index
+    report = diagnose(["rank0.log", "rank1.log.gz"], load_index("index.json"))
+    report["primary"]  # {"id": ..., "title": ..., "confidence": ...} or None
+
+Callers that stream (the browser worker) use Diagnosis directly:
+
+    d = Diagnosis(index)
+    d.feed("rank0.log", chunk_bytes); ...; d.close("rank0.log")
+    report = d.report()
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import sys
+import zlib
+
+from .reason import REPORT_FORMAT, build_report
+from .scan import Plan, Source
+
+__all__ = ["Diagnosis", "diagnose", "load_index", "read_chunks", "InputError", "REPORT_FORMAT"]
+
+CHUNK = 8 << 20
+
+
+class InputError(Exception):
+    """An input that cannot be read at all (missing, a directory, no permission)."""
+
+
+def load_index(path_or_dict) -> dict:
+    if isinstance(path_or_dict, dict):
+        index = path_or_dict
+    else:
+        with open(path_or_dict, encoding="utf-8") as fh:
+            index = json.load(fh)
+    if index.get("faildex_index") != 1:
+        raise ValueError("unsupported index format: rebuild it with `faildex index`")
+    return index
+
+
+class Diagnosis:
+    """Incremental diagnosis over any number of named inputs."""
+
+    def __init__(self, index: dict, baseline: bool = False):
+        self.index = index
+        self.plan = Plan(index, baseline_mode=baseline)
+        self.baseline_mode = baseline
+        self.sources: dict[str, Source] = {}
+        self.baseline_sources: dict[str, Source] = {}
+
+    def _source(self, name: str, is_baseline: bool) -> Source:
+        table = self.baseline_sources if is_baseline else self.sources
+        if name not in table:
+            order = len(self.sources) + len(self.baseline_sources)
+            table[name] = Source(name, order, self.plan, collect_shapes=self.baseline_mode)
+        return table[name]
+
+    def feed(self, name: str, chunk: bytes, baseline: bool = False) -> None:
+        self._source(name, baseline).feed(bytes(chunk))
+
+    def close(self, name: str, truncated: str | None = None, baseline: bool = False) -> None:
+        self._source(name, baseline).close(truncated)
+
+    def report(self) -> dict:
+        base = list(self.baseline_sources.values()) if self.baseline_mode else None
+        return build_report(self.index, list(self.sources.values()), base)
+
+
+def read_chunks(path: str, chunk_size: int = CHUNK):
+    """Yield (bytes, None) chunks of a file, stdin ('-') or .gz; a final
+    (b'', message) when a compressed stream ends early. Raises InputError when the
+    input cannot be opened."""
+    import os
+    if path == "-":
+        stream = sys.stdin.buffer
+    else:
+        if os.path.isdir(path):
+            raise InputError(f"{path}: is a directory")
+        try:
+            stream = open(path, "rb")
+        except FileNotFoundError:
+            raise InputError(f"{path}: no such file") from None
+        except PermissionError:
+            raise InputError(f"{path}: permission denied") from None
+        except OSError as err:
+            raise InputError(f"{path}: {err.strerror}") from None
+    try:
+        head = stream.peek(2)[:2] if hasattr(stream, "peek") else b""
+        if head == b"\x1f\x8b":
+            yield from _gunzip(stream, chunk_size)
+            return
+        while True:
+            try:
+                chunk = stream.read(chunk_size)
+            except OSError as err:
+                yield b"", f"read error after some data: {err.strerror or err}"
+                return
+            if not chunk:
+                return
+            yield chunk, None
+    finally:
+        if stream is not sys.stdin.buffer:
+            stream.close()
+
+
+def _gunzip(stream, chunk_size: int):
+    """Decompress gzip members one chunk at a time; report truncation, keep what was read."""
+    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    while True:
+        raw = stream.read(chunk_size // 4)
+        if not raw:
+            if not d.eof:
+                yield b"", "the .gz file is truncated: diagnosed what could be read"
+            return
+        try:
+            out = d.decompress(raw, chunk_size * 4)
+            while True:
+                if out:
+                    yield out, None
+                if d.unconsumed_tail:
+                    out = d.decompress(d.unconsumed_tail, chunk_size * 4)
+                    continue
+                break
+            while d.eof and d.unused_data:   # concatenated gzip members
+                rest = d.unused_data
+                d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+                out = d.decompress(rest, chunk_size * 4)
+                if out:
+                    yield out, None
+        except zlib.error as err:
+            yield b"", f"the .gz data is corrupt ({err}): diagnosed what could be read"
+            return
+
+
+def diagnose(paths, index, baseline=None, progress=None) -> dict:
+    """Diagnose files (paths, '-' for stdin). baseline: paths of a good run.
+    progress(bytes_done) is called after each chunk. Raises InputError."""
+    index = load_index(index)
+    d = Diagnosis(index, baseline=bool(baseline))
+    done = 0
+    for group, is_base in ((list(baseline or []), True), (list(paths), False)):
+        for path in group:
+            name = "<stdin>" if path == "-" else str(path)
+            d._source(name, is_base)
+            truncated = None
+            for chunk, message in read_chunks(path):
+                if message:
+                    truncated = message
+                    break
+                d.feed(name, chunk, baseline=is_base)
+                done += len(chunk)
+                if progress:
+                    progress(done)
+            d.close(name, truncated=truncated, baseline=is_base)
+    return d.report()

@@ -1,0 +1,109 @@
+"""`faildex diagnose`: the engine from a terminal.
+
+Exit codes: 0 the logs were read and a report printed (whatever it found);
+2 bad usage or an input that cannot be read, with one line on stderr.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+from . import InputError, diagnose, load_index
+from .render import to_json, to_markdown, to_text
+
+PROGRESS_OVER = 50 << 20
+
+
+class _Progress:
+    def __init__(self, total: int):
+        self.total = max(total, 1)
+        self.start = time.monotonic()
+        self.last = 0.0
+
+    def __call__(self, done: int) -> None:
+        now = time.monotonic()
+        if now - self.last < 0.2:
+            return
+        self.last = now
+        rate = done / max(now - self.start, 1e-6)
+        frac = min(done / self.total, 1.0)
+        bar = "#" * int(frac * 30)
+        left = (self.total - done) / rate if rate and done < self.total else 0
+        sys.stderr.write(f"\r[{bar:<30}] {done / 1e6:8.0f} MB {rate / 1e6:6.0f} MB/s ~{left:4.0f}s left")
+        sys.stderr.flush()
+
+    def done(self) -> None:
+        sys.stderr.write("\r" + " " * 75 + "\r")
+        sys.stderr.flush()
+
+
+def main(argv: list[str], index_path=None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="faildex diagnose",
+        description="Name the failure that started it all. Give one log per rank or node; "
+                    "'-' reads stdin; .gz is read transparently.",
+        epilog="Exit codes: 0 report printed (whatever it found); 2 bad usage or unreadable input.")
+    ap.add_argument("files", nargs="+", metavar="FILE")
+    ap.add_argument("--format", choices=["text", "json", "markdown"], default="text")
+    ap.add_argument("--baseline", action="append", metavar="GOOD_LOG", default=[],
+                    help="a log of a good run: what is new in the failing run is listed first")
+    ap.add_argument("--redact", action="store_true",
+                    help="markdown: replace hosts, IPs, user names, e-mails and tokens")
+    ap.add_argument("--index", help="index JSON (default: built from the entries)")
+    ap.add_argument("--no-progress", action="store_true")
+    try:
+        args = ap.parse_args(argv)
+    except SystemExit as e:
+        return 2 if e.code else 0
+    try:
+        index = load_index(args.index or index_path)
+    except (OSError, ValueError) as err:
+        print(f"faildex diagnose: cannot read the index: {err}", file=sys.stderr)
+        return 2
+    total = 0
+    for f in args.files + args.baseline:
+        if f == "-":
+            continue
+        if not os.path.exists(f):
+            print(f"faildex diagnose: {f}: no such file", file=sys.stderr)
+            return 2
+        if os.path.isdir(f):
+            print(f"faildex diagnose: {f}: is a directory (give the log files inside it)",
+                  file=sys.stderr)
+            return 2
+        if not os.access(f, os.R_OK):
+            print(f"faildex diagnose: {f}: permission denied", file=sys.stderr)
+            return 2
+        total += os.path.getsize(f)
+    progress = None
+    if total > PROGRESS_OVER and sys.stderr.isatty() and not args.no_progress:
+        progress = _Progress(total)
+    try:
+        report = diagnose(args.files, index, baseline=args.baseline or None, progress=progress)
+    except InputError as err:
+        print(f"faildex diagnose: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\nfaildex diagnose: interrupted", file=sys.stderr)
+        return 130
+    finally:
+        if progress:
+            progress.done()
+    if args.format == "json":
+        out = to_json(report)
+    elif args.format == "markdown":
+        out = to_markdown(report, redact_it=args.redact)
+    else:
+        out = to_text(report, color=sys.stdout.isatty() and not os.environ.get("NO_COLOR"))
+    try:
+        sys.stdout.write(out)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

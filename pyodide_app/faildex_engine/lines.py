@@ -1,0 +1,143 @@
+"""What a log line says about where it came from: time, rank, host, PID.
+
+Launchers and libraries wrap lines in prefixes, often several deep
+(`kubectl logs --timestamps --prefix` around torchrun's `[rank3]:` around a
+glog line). parse_prefix() peels them off in order and returns the facts with
+the remaining text.
+"""
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+
+_MONTHS = {m: i for i, m in enumerate(
+    "Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split(), 1)}
+
+# Each prefix: (compiled regex anchored at the start, handler name). Order matters:
+# outer wrappers first.
+_K8S_TS = re.compile(r"(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?)(?P<tz>Z|[+-]\d\d:?\d\d) ")
+_K8S_PREFIX = re.compile(r"\[pod/(?P<pod>[^/\]\s]+)/(?P<container>[^\]\s]+)\] ")
+_SRUN = re.compile(r"\s{0,4}(?P<rank>\d{1,5}): ")
+_TORCHRUN = re.compile(r"\[(?:rank|default)(?P<rank>\d{1,5})\]:")
+_ISO = re.compile(r"\[?(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)(?P<tz>Z|[+-]\d\d:?\d\d)?\]?[ |,:-]*")
+_SYSLOG = re.compile(r"(?P<mon>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +(?P<day>\d{1,2}) "
+                     r"(?P<time>\d\d:\d\d:\d\d) (?P<host>[\w.-]+) ")
+_GLOG = re.compile(r"(?P<level>[IWEF])(?P<mm>\d\d)(?P<dd>\d\d) (?P<time>\d\d:\d\d:\d\d\.\d+) +"
+                   r"(?P<pid>\d+) (?P<file>[^\s:\]]+):(?P<line>\d+)\] ?")
+_NCCL = re.compile(r"(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] NCCL ")
+_RANK_WORD = re.compile(r"\b(?:rank|Rank|RANK)[ =:\[]{0,2}(?P<rank>\d{1,5})\b")
+
+
+def _iso_epoch(ts: str, tz: str | None) -> float | None:
+    ts = ts.replace(",", ".").replace("T", " ")
+    try:
+        if "." in ts:
+            base, frac = ts.split(".", 1)
+            dt = datetime.strptime(base, "%Y-%m-%d %H:%M:%S")
+            extra = float("0." + frac[:6])
+        else:
+            dt = datetime.strptime(ts, "%Y-%m-%d %H:%M:%S")
+            extra = 0.0
+    except ValueError:
+        return None
+    dt = dt.replace(tzinfo=timezone.utc)
+    epoch = dt.timestamp() + extra
+    if tz and tz != "Z":
+        sign = 1 if tz[0] == "+" else -1
+        digits = tz[1:].replace(":", "")
+        epoch -= sign * (int(digits[:2]) * 3600 + int(digits[2:4]) * 60)
+    return epoch
+
+
+def _day_epoch(month: int, day: int, clock: str, year: int = 2000) -> float | None:
+    try:
+        h, m, s = clock.split(":")
+        dt = datetime(year, month, day, int(h), int(m), tzinfo=timezone.utc)
+        return dt.timestamp() + float(s)
+    except ValueError:
+        return None
+
+
+def parse_prefix(text: str) -> tuple[dict, str]:
+    """Return ({ts, rank, host, pid, local_rank, pod, level}, rest of the line)."""
+    meta: dict = {}
+    rest = text
+    for _ in range(6):  # prefixes nest a few levels at most
+        m = _K8S_TS.match(rest)
+        if m and "ts" not in meta:
+            meta["ts"] = _iso_epoch(m.group("ts"), m.group("tz"))
+            rest = rest[m.end():]
+            continue
+        m = _K8S_PREFIX.match(rest)
+        if m:
+            meta["host"] = m.group("pod")
+            rest = rest[m.end():]
+            continue
+        m = _TORCHRUN.match(rest)
+        if m:
+            meta.setdefault("rank", int(m.group("rank")))
+            rest = rest[m.end():]
+            continue
+        m = _SRUN.match(rest)
+        if m and not rest[m.end():m.end() + 1].isdigit():
+            meta.setdefault("rank", int(m.group("rank")))
+            rest = rest[m.end():]
+            continue
+        m = _GLOG.match(rest)
+        if m:
+            if "ts" not in meta:
+                meta["ts"] = _day_epoch(int(m.group("mm")), int(m.group("dd")), m.group("time"))
+            meta["pid"] = int(m.group("pid"))
+            meta["level"] = m.group("level")
+            rest = rest[m.end():]
+            continue
+        m = _SYSLOG.match(rest)
+        if m:
+            if "ts" not in meta:
+                meta["ts"] = _day_epoch(_MONTHS[m.group("mon")], int(m.group("day")), m.group("time"))
+            meta.setdefault("host", m.group("host"))
+            rest = rest[m.end():]
+            continue
+        m = _ISO.match(rest)
+        if m and m.end() > 0:
+            if "ts" not in meta:
+                meta["ts"] = _iso_epoch(m.group("ts"), m.group("tz"))
+            rest = rest[m.end():]
+            continue
+        break
+    m = _NCCL.match(rest)
+    if m:
+        meta.setdefault("host", m.group("host"))
+        meta.setdefault("pid", int(m.group("pid")))
+        meta["device"] = int(m.group("dev"))
+    if "rank" not in meta:
+        m = _RANK_WORD.search(rest, 0, 200)
+        if m:
+            meta["rank"] = int(m.group("rank"))
+    if meta.get("ts") is None:
+        meta.pop("ts", None)
+    return meta, rest
+
+
+def strip_ansi(text: str) -> str:
+    return ANSI.sub("", text) if "\x1b" in text else text
+
+
+_SHAPE = [
+    (re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"), "<ts>"),
+    (re.compile(r"0x[0-9a-fA-F]+"), "<hex>"),
+    (re.compile(r"\b[0-9a-f]{12,}\b"), "<hex>"),
+    (re.compile(r"(?:/[\w.@+-]+)+/?"), "<path>"),
+    (re.compile(r"\b\d+(?:\.\d+)*\b"), "<n>"),
+    (re.compile(r"\s+"), " "),
+]
+
+
+def shape(text: str) -> str:
+    """A line with its variable parts folded: the same event in two runs has one shape."""
+    _, rest = parse_prefix(strip_ansi(text))
+    for rx, repl in _SHAPE:
+        rest = rx.sub(repl, rest)
+    return rest.strip()[:300]

@@ -1,0 +1,237 @@
+"""Renderings of a report: text (terminal), JSON (stable), Markdown (a support ticket).
+
+`redact()` replaces host names, IP addresses, user names in paths, e-mail
+addresses and tokens with stable placeholders (the same value always gets the
+same placeholder), so a ticket can go into a public issue.
+"""
+from __future__ import annotations
+
+import json
+import re
+
+SITE = "https://faildex.github.io/faildex/"
+
+
+def to_json(report: dict) -> str:
+    return json.dumps(report, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+
+
+# ---------------------------------------------------------------- text
+
+def to_text(report: dict, color: bool = False, site: str = SITE) -> str:
+    def c(code: str, s: str) -> str:
+        return f"\x1b[{code}m{s}\x1b[0m" if color else s
+
+    out: list[str] = []
+    p = report["primary"]
+    for inp in report["inputs"]:
+        if inp["status"] != "ok" or inp["messages"]:
+            out.append(c("33", f"note: {inp['name']}: {'; '.join(inp['messages'])}"))
+    if p:
+        out.append(c("1;31", f"{p['title']}") + f"  [{p['id']}]")
+        out.append(f"confidence {p['confidence']:.2f} · {p['why']}")
+        out.append(f"entry: {site}{p['url']}")
+    elif report.get("unmatched"):
+        u = report["unmatched"]
+        out.append(c("1;33", "No known failure matched, but the log holds errors."))
+        if u.get("first_error"):
+            f = u["first_error"]
+            out.append(f"first error      {f['source']}:{f['line']}: {f['text'][:200]}")
+        if u.get("last_exception"):
+            f = u["last_exception"]
+            out.append(f"last exception   {f['source']}:{f['line']}: {f['text'][:200]}")
+        for n in u.get("nearest", []):
+            out.append(f"nearest entry    {n['id']} ({n['title']})")
+    else:
+        out.append(c("1;32", "No failure found."))
+    if report["next_action"]:
+        na = report["next_action"]
+        out += ["", c("1", "Next: ") + na["do"]]
+        if na.get("command"):
+            out += ["  " + line for line in na["command"].splitlines()]
+    ev = report["evidence"]
+    if ev:
+        out += ["", c("1", "Evidence")]
+        for e in ev:
+            where = f"{e['source']}:{e['line']}"
+            extra = "".join(f" {k} {e[k]}" for k in ("rank", "host") if k in e)
+            out.append(c("36", f"  {e['role']:<11} {where}{extra}  ({e['entry']})"))
+            for b in e.get("before", []):
+                out.append("      " + b[:160])
+            out.append(c("1", "    > " + e["text"][:300]))
+            for a in e.get("after", []):
+                out.append("      " + a[:160])
+    if report["alternatives"]:
+        out += ["", c("1", "Alternatives")]
+        for a in report["alternatives"][:5]:
+            out.append(f"  {a['confidence']:.2f} {a['id']}: {a['why']}")
+    if report["collateral"]:
+        out += ["", c("1", "Collateral (consequences, not causes)")]
+        for a in report["collateral"]:
+            ranks = f" ranks {_ranges(a['ranks'])}" if a.get("ranks") else ""
+            out.append(f"  {a['id']} ×{a['count']}{ranks}")
+    facts = {k: v for k, v in report["facts"].items() if v and k not in ("hosts", "ranks")}
+    if facts or report["facts"].get("hosts"):
+        out += ["", c("1", "Facts")]
+        for k, v in facts.items():
+            out.append(f"  {k}: {v}")
+        if report["facts"].get("hosts"):
+            out.append(f"  hosts: {', '.join(report['facts']['hosts'][:8])}")
+        if report["facts"].get("ranks"):
+            out.append(f"  ranks seen: {_ranges(report['facts']['ranks'])}")
+    if report["missing"]:
+        out += ["", c("1", "Missing facts")]
+        for m in report["missing"]:
+            out.append(f"  {m['fact']}: {m['why']}" + (f"\n    run: {m['how']}" if m["how"] else ""))
+    if report.get("baseline"):
+        b = report["baseline"]
+        out += ["", c("1", f"New compared with the good run ({b['new_event_count']} event shapes)")]
+        for e in b["new_events"][:15]:
+            out.append(f"  {e['source']}:{e['line']}: {e['text'][:200]}")
+    return "\n".join(out) + "\n"
+
+
+def _ranges(nums: list[int]) -> str:
+    if not nums:
+        return ""
+    nums = sorted(set(nums))
+    parts, start, prev = [], nums[0], nums[0]
+    for n in nums[1:] + [None]:
+        if n is not None and n == prev + 1:
+            prev = n
+            continue
+        parts.append(str(start) if start == prev else f"{start}-{prev}")
+        if n is not None:
+            start = prev = n
+    return ",".join(parts)
+
+
+# ---------------------------------------------------------------- markdown
+
+def _fence(text: str) -> str:
+    """A code fence that the text cannot close."""
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    return "`" * max(3, longest + 1)
+
+
+def to_markdown(report: dict, redact_it: bool = False, site: str = SITE) -> str:
+    p = report["primary"]
+    facts = report["facts"]
+    lines: list[str] = []
+    title = p["title"] if p else "Training job failure (no known failure matched)"
+    lines += [f"## {_md_inline(title)}", ""]
+    if p:
+        lines.append(f"faildex diagnosis: **{p['id']}** (confidence {p['confidence']:.2f}); "
+                     f"entry: {site}{p['url']}")
+        lines.append("")
+    first = (report["evidence"][0] if report["evidence"] else
+             (report.get("unmatched") or {}).get("last_exception") or
+             (report.get("unmatched") or {}).get("first_error"))
+    lines += ["### Error", ""]
+    if first:
+        block = first["text"]
+        f = _fence(block)
+        lines += [f, block, f, ""]
+    else:
+        lines += ["(no error line found)", ""]
+    lines += ["### Environment", "", "| | |", "|---|---|"]
+    for k in ("pytorch_version", "cuda_version", "cudnn_version", "nccl_version", "driver_version",
+              "python_version", "deepspeed_version", "vllm_version", "transformers_version"):
+        lines.append(f"| {k.replace('_', ' ')} | {_md_cell(facts.get(k, 'not in the log'))} |")
+    launch = [f"{k}={facts[k]}" for k in ("launcher", "nnodes", "nproc_per_node", "world_size",
+                                          "rdzv_backend", "rdzv_endpoint", "max_restarts") if k in facts]
+    lines.append(f"| launcher | {_md_cell(' '.join(launch) or 'not in the log')} |")
+    lines.append("")
+    if p and p.get("first_seen"):
+        fs = p["first_seen"]
+        lines += ["### Failing rank", "",
+                  f"- first failure at `{fs['source']}:{fs['line']}`"
+                  + (f", rank {fs['rank']}" if "rank" in fs else "")
+                  + (f", host {_md_inline(str(fs['host']))}" if "host" in fs else ""), ""]
+    if report["evidence"]:
+        lines += ["### Evidence", ""]
+        for e in report["evidence"]:
+            block = "\n".join(e.get("before", []) + [e["text"]] + e.get("after", []))
+            f = _fence(block)
+            lines += [f"{e['role']} — `{e['source']}:{e['line']}` ({e['entry']})", "", f + "text",
+                      block, f, ""]
+    if report["collateral"]:
+        lines += ["### Collateral reports", ""]
+        for c in report["collateral"]:
+            lines.append(f"- {c['id']} ×{c['count']}" + (f" (ranks {_ranges(c['ranks'])})"
+                                                        if c.get("ranks") else ""))
+        lines.append("")
+    if report["missing"]:
+        lines += ["### Not in the log", ""]
+        for m in report["missing"]:
+            lines.append(f"- {m['fact']}: {_md_inline(m['why'])}")
+        lines.append("")
+    lines += ["### Reproducibility and what was tried", "",
+              "- Reproducible on the same nodes: _yes / no / not tried_",
+              "- Reproducible on other nodes: _yes / no / not tried_",
+              "- Tried so far: _..._", ""]
+    if report["next_action"]:
+        lines += [f"Suggested next step: {_md_inline(report['next_action']['do'])}", ""]
+    text = "\n".join(lines)
+    return redact(text, facts.get("hosts", [])) if redact_it else text
+
+
+def _md_inline(s: str) -> str:
+    return re.sub(r"([<>*_`\[\]|])", r"\\\1", str(s))
+
+
+def _md_cell(s) -> str:
+    return _md_inline(str(s)).replace("\n", " ")
+
+
+# ---------------------------------------------------------------- redaction
+
+_REDACTIONS = [
+    ("token", re.compile(r"\bhf_[A-Za-z0-9]{20,}\b")),
+    ("token", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
+    ("token", re.compile(r"(?i)\bbearer ([A-Za-z0-9._~+/=-]{12,})")),
+    ("token", re.compile(r"(?i)\b(?:WANDB_API_KEY|HF_TOKEN|HUGGING_FACE_HUB_TOKEN|AWS_SECRET_ACCESS_KEY|"
+                         r"AWS_SESSION_TOKEN|GITHUB_TOKEN|OPENAI_API_KEY)[=:] ?['\"]?([^\s'\"]{6,})")),
+    ("token", re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b")),
+    ("email", re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")),
+    ("ip", re.compile(r"\b(?:\d{1,3}\.){3}\d{1,3}\b")),
+    ("ip", re.compile(r"(?<![\w:])(?:[0-9a-fA-F]{1,4}:){2,7}[0-9a-fA-F]{1,4}(?![\w:])")),
+    ("user", re.compile(r"(?<=/home/)[^/\s'\"]+|(?<=/Users/)[^/\s'\"]+|(?<=/users/)[^/\s'\"]+")),
+    # host names: NCCL prefixes, Slurm/Kubernetes node names, FQDNs
+    ("host", re.compile(r"(?m)^(?:[ \t>]*)([\w-]+)(?=:\d+:\d+ \[\d+\] NCCL)")),
+    ("host", re.compile(r"(?<=\bON )[\w.-]+(?= CANCELLED)")),
+    ("host", re.compile(r"\bhost\s{0,8}: ([\w.-]+)")),
+    ("host", re.compile(r"(?<=\bhostname[=: ])[\w.-]+")),
+    ("host", re.compile(r"\b[a-z][\w-]*(?:\.[a-z][\w-]*){2,}\.(?:com|net|org|internal|local|lan|io|ai|edu|cluster)\b")),
+]
+
+
+def redact(text: str, extra_hosts: list[str] = ()) -> str:
+    """Replace personal and secret values with stable placeholders."""
+    table: dict[tuple[str, str], str] = {}
+
+    def placeholder(kind: str, value: str) -> str:
+        if kind == "token":
+            return "<token>"
+        key = (kind, value)
+        if key not in table:
+            n = sum(1 for k in table if k[0] == kind) + 1
+            table[key] = f"<{kind}-{n}>"
+        return table[key]
+
+    for h in sorted(set(extra_hosts), key=len, reverse=True):
+        if h and len(h) > 2:
+            text = re.sub(rf"(?<![\w.-]){re.escape(h)}(?![\w-])", lambda m: placeholder("host", m.group(0)), text)
+    for kind, rx in _REDACTIONS:
+        def sub(m, kind=kind):
+            if m.re.groups:
+                g = m.group(1)
+                s, e = m.span(1)
+                return m.group(0)[:s - m.start()] + placeholder(kind, g) + m.group(0)[e - m.start():]
+            return placeholder(kind, m.group(0))
+        text = rx.sub(sub, text)
+    # a host seen once (NCCL prefix, Slurm ON x) is replaced everywhere else too
+    for (kind, value), ph in list(table.items()):
+        if kind == "host":
+            text = re.sub(rf"(?<![\w.<-]){re.escape(value)}(?![\w-])", ph, text)
+    return text

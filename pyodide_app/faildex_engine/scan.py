@@ -1,0 +1,278 @@
+"""Streaming scan: bytes in, findings out, memory bounded whatever the input.
+
+The hot loop never looks at every line. For each chunk it runs bytes.find for a
+handful of literal anchors (chosen at build time so that every signature
+contains one); only the lines around a hit are decoded and tested against the
+signatures that own that anchor. Lines are split on \\n and \\r, so tqdm's
+carriage-return progress lines and CRLF files read naturally; a line longer than
+WINDOW on either side of a hit is read as a window, never whole.
+"""
+from __future__ import annotations
+
+import codecs
+import re
+
+from . import context
+from .lines import parse_prefix, shape, strip_ansi
+
+WINDOW = 4096            # bytes kept on each side of a hit inside a very long line
+MAX_CARRY = 1 << 20      # a partial line longer than this is scanned in windows
+HEAD_BYTES = 4 << 20     # context (versions, launcher) is read from every line here
+CONTEXT_LINES = 2        # evidence lines shown before and after a finding
+KEEP_FIRST = 3           # findings kept per signature and source (plus the last one)
+MAX_SHAPES = 200_000     # distinct line shapes kept for --baseline
+
+# Extra anchors used only when comparing with a baseline run: "events" are lines
+# that look like warnings or errors.
+BASELINE_ANCHORS = ("WARN", "arning", "ailed", "imeout", "imed out", "illed", "ignal",
+                    "bort", "atal", "FATAL", "Traceback")
+
+_EXCEPTION = re.compile(r"^\s*(?:[A-Za-z_][\w.]*\.)?(?P<name>[A-Z]\w*(?:Error|Exception|Exit))(?::|$)")
+_ERRORISH = re.compile(r"\b(?:[A-Z]\w*(?:Error|Exception)\b|ERROR\b|[Ee]rror:|FATAL|[Ff]atal error)")
+
+
+class Plan:
+    """The compiled index: anchors and the signatures each anchor guards."""
+
+    def __init__(self, index: dict, baseline_mode: bool = False):
+        self.index = index
+        anchors = list(index["anchors"])
+        if baseline_mode:
+            anchors += [a for a in BASELINE_ANCHORS if a not in anchors]
+        self.anchors = [a.encode() for a in anchors]
+        self.sigs_by_anchor: dict[int, list] = {i: [] for i in range(len(anchors))}
+        pos = {a: i for i, a in enumerate(anchors)}
+        for n, s in enumerate(index["signatures"]):
+            rx = re.compile(s["regex"])
+            self.sigs_by_anchor[pos[s["anchor"]]].append((n, s, rx, s["literal"]))
+        self.context_keys = [k.encode() for k in context.KEYS]
+
+
+class Source:
+    """Scan state for one input (one file or stream)."""
+
+    def __init__(self, name: str, order: int, plan: Plan, collect_shapes: bool = False):
+        self.name = name
+        self.order = order
+        self.plan = plan
+        self.collect_shapes = collect_shapes
+        self.bytes = 0
+        self.lines = 0            # newlines before the current buffer
+        self.carry = b""
+        self.prev_tail = b""      # end of the previous buffer, for context before a hit
+        self.status = "ok"
+        self.messages: list[str] = []
+        self.started = False
+        self.decoder = None       # set for UTF-16 input
+        self.binary = False
+        self.long_line = False    # the current line started before this buffer
+        self.findings: dict[int, list] = {}   # signature index -> kept findings
+        self.counts: dict[int, int] = {}
+        self.facts: dict = {}
+        self.hosts: set = set()
+        self.ranks: set = set()
+        self.first_error: dict | None = None
+        self.last_exception: dict | None = None
+        self.error_lines = 0
+        self.shapes: dict[str, dict] = {}
+        self.last_ts = None
+
+    # ------------------------------------------------------------ input
+
+    def feed(self, chunk: bytes) -> None:
+        if not chunk or self.binary:
+            self.bytes += len(chunk)
+            return
+        if not self.started:
+            self.started = True
+            chunk = self._sniff(chunk)
+            if self.binary:
+                return
+        self.bytes += len(chunk)
+        if self.decoder is not None:
+            chunk = self.decoder.decode(chunk).encode("utf-8", "replace")
+        buf = self.carry + chunk if self.carry else chunk
+        cut = max(buf.rfind(b"\n"), buf.rfind(b"\r")) + 1
+        if cut == 0 or len(buf) - cut > MAX_CARRY:
+            # No line end for a long way: scan what we have as a window and keep
+            # only enough for an anchor or a context window spanning the seam.
+            if len(buf) > MAX_CARRY:
+                keep = WINDOW
+                self._scan(buf, len(buf) - keep, final=False)
+                self.prev_tail = buf[-keep - WINDOW:-keep]
+                self.carry = buf[-keep:]
+                self.long_line = True
+            else:
+                self.carry = buf
+            return
+        self._scan(buf, cut, final=False)
+        self.prev_tail = buf[max(0, cut - 4 * WINDOW):cut]
+        self.carry = buf[cut:]
+        self.long_line = False
+
+    def close(self, truncated: str | None = None) -> None:
+        if self.decoder is not None:
+            self.carry += self.decoder.decode(b"", final=True).encode("utf-8", "replace")
+        if self.carry and not self.binary:
+            self._scan(self.carry, len(self.carry), final=True)
+            if not self.carry.endswith((b"\n", b"\r")):
+                self.lines += 1
+        self.carry = b""
+        if truncated:
+            self.status = "truncated"
+            self.messages.append(truncated)
+        if self.bytes == 0:
+            self.status = "empty"
+            self.messages.append("the input is empty")
+
+    def _sniff(self, chunk: bytes) -> bytes:
+        if chunk.startswith(codecs.BOM_UTF16_LE) or chunk.startswith(codecs.BOM_UTF16_BE):
+            self.decoder = codecs.getincrementaldecoder("utf-16")("replace")
+            self.messages.append("UTF-16 text: decoded")
+            return chunk
+        if chunk.startswith(codecs.BOM_UTF8):
+            chunk = chunk[3:]
+        sample = chunk[:65536]
+        if sample:
+            text_bytes = sum(sample.count(bytes([c])) for c in (9, 10, 13, 27))
+            control = sum(1 for b in sample[:4096] if b < 32) - sum(
+                1 for b in sample[:4096] if b in (9, 10, 13, 27))
+            nul = sample.count(0)
+            if (nul > len(sample) // 10 or control > min(len(sample), 4096) // 5) and \
+                    text_bytes < len(sample) // 200 + 1:
+                self.binary = True
+                self.status = "binary"
+                self.messages.append("binary data, not a text log: skipped")
+                self.bytes += len(chunk)
+        return chunk
+
+    # ------------------------------------------------------------ the scan
+
+    def _scan(self, buf: bytes, end: int, final: bool) -> None:
+        plan = self.plan
+        # Context (versions, launcher) from every line near the start of the input.
+        if self.bytes - len(buf) < HEAD_BYTES:
+            self._head(buf, end)
+        hits: dict[int, set] = {}   # segment start -> anchor ids
+        spans: dict[int, int] = {}
+        find = buf.find
+        for ai, a in enumerate(plan.anchors):
+            pos = find(a, 0, end)
+            while pos != -1:
+                start = max(buf.rfind(b"\n", 0, pos), buf.rfind(b"\r", 0, pos)) + 1
+                if pos - start > WINDOW:
+                    start = pos - WINDOW
+                seg_end = _line_end(buf, pos, len(buf))
+                if seg_end - pos > WINDOW:
+                    seg_end = pos + WINDOW
+                hits.setdefault(start, set()).add(ai)
+                spans[start] = max(spans.get(start, 0), seg_end)
+                pos = find(a, max(seg_end, pos + 1), end)
+        if hits:
+            counted_to, line_no = 0, self.lines
+            for start in sorted(hits):
+                line_no += buf.count(b"\n", counted_to, start)
+                counted_to = start
+                self._candidate(buf, start, spans[start], line_no + 1, hits[start])
+            self.lines = line_no + buf.count(b"\n", counted_to, end)
+        else:
+            self.lines += buf.count(b"\n", 0, end)
+
+    def _head(self, buf: bytes, end: int) -> None:
+        region = buf[:min(end, HEAD_BYTES)]
+        for key in self.plan.context_keys:
+            pos = region.find(key)
+            while pos != -1:
+                start = max(region.rfind(b"\n", 0, pos), region.rfind(b"\r", 0, pos)) + 1
+                stop = _line_end(region, pos, len(region))
+                line = strip_ansi(region[start:min(stop, start + 2000)].decode("utf-8", "replace"))
+                context.extract(line, self.facts)
+                pos = region.find(key, stop)
+
+    def _candidate(self, buf: bytes, start: int, stop: int, line_no: int, anchors: set) -> None:
+        raw = buf[start:stop]
+        text = strip_ansi(raw.decode("utf-8", "replace")).rstrip("\r\n")
+        meta, _rest = parse_prefix(text)
+        ts = meta.get("ts")
+        if ts is not None:
+            self.last_ts = ts
+        if "host" in meta:
+            self.hosts.add(meta["host"])
+        if "rank" in meta:
+            self.ranks.add(meta["rank"])
+        context.extract(text, self.facts)
+        where = None
+        for ai in sorted(anchors):
+            for n, sig, rx, literal in self.plan.sigs_by_anchor.get(ai, ()):
+                if literal and literal not in text:
+                    continue
+                m = rx.search(text)
+                if not m:
+                    continue
+                if where is None:
+                    where = self._where(buf, start, stop, line_no, text, meta)
+                facts = {k: v for k, v in m.groupdict().items() if v is not None}
+                self._record(n, dict(where, facts=facts))
+        if "rror" in text or "xception" in text or "FATAL" in text:
+            self._error_like(buf, start, stop, line_no, text, meta)
+        if self.collect_shapes:
+            sh = shape(text)
+            if sh and sh not in self.shapes and len(self.shapes) < MAX_SHAPES:
+                self.shapes[sh] = {"source": self.name, "line": line_no, "text": text[:500]}
+
+    def _where(self, buf, start, stop, line_no, text, meta) -> dict:
+        before, after = _context(buf, self.prev_tail, start, stop)
+        w = {"source": self.name, "order": self.order, "line": line_no, "text": text[:1000],
+             "before": before, "after": after}
+        for k in ("ts", "rank", "host", "pid"):
+            if k in meta:
+                w[k] = meta[k]
+        if "ts" not in w and self.last_ts is not None:
+            w["ts_inherited"] = self.last_ts
+        return w
+
+    def _record(self, n: int, finding: dict) -> None:
+        c = self.counts.get(n, 0) + 1
+        self.counts[n] = c
+        kept = self.findings.setdefault(n, [])
+        if len(kept) < KEEP_FIRST:
+            kept.append(finding)
+        elif len(kept) == KEEP_FIRST:
+            kept.append(finding)          # slot for the latest one
+        else:
+            kept[-1] = finding
+
+    def _error_like(self, buf, start, stop, line_no, text, meta) -> None:
+        _, rest = parse_prefix(text)
+        if _ERRORISH.search(rest):
+            self.error_lines += 1
+            if self.first_error is None:
+                self.first_error = self._where(buf, start, stop, line_no, text, meta)
+        m = _EXCEPTION.match(rest)
+        if m and m.group("name") not in ("ChildFailedError",):
+            self.last_exception = self._where(buf, start, stop, line_no, text, meta)
+
+
+def _line_end(buf: bytes, pos: int, limit: int) -> int:
+    a = buf.find(b"\n", pos, limit)
+    b = buf.find(b"\r", pos, limit)
+    if a == -1:
+        return limit if b == -1 else b
+    return a if b == -1 else min(a, b)
+
+
+def _context(buf: bytes, prev: bytes, start: int, stop: int) -> tuple[list[str], list[str]]:
+    """Up to CONTEXT_LINES lines before and after a segment (bounded in size)."""
+    lo = max(0, start - 2 * WINDOW)
+    before_bytes = buf[lo:start]
+    if lo == 0 and prev:
+        before_bytes = prev[-2 * WINDOW:] + before_bytes
+    before = [strip_ansi(x.decode("utf-8", "replace"))[:300]
+              for x in re.split(rb"\r\n|\n|\r", before_bytes)[:-1]][-CONTEXT_LINES:] \
+        if before_bytes else []
+    after_bytes = buf[stop:stop + 2 * WINDOW]
+    after = [strip_ansi(x.decode("utf-8", "replace"))[:300]
+             for x in re.split(rb"\r\n|\n|\r", after_bytes)[1:CONTEXT_LINES + 1]]
+    while after and not after[-1].strip():
+        after.pop()
+    return before, after
