@@ -135,12 +135,16 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["diagnose"]:
         from .index import cached_index_path
         from faildex_engine.cli import main as diagnose_main
+        rest = argv[1:]
+        if any(a == "--index" or a.startswith("--index=") for a in rest) or \
+                any(a in ("-h", "--help") for a in rest):
+            return diagnose_main(rest)
         try:
             index_path = cached_index_path(find_root())
         except SystemExit as err:
             print(err, file=sys.stderr)
             return 2
-        return diagnose_main(argv[1:], index_path=index_path)
+        return diagnose_main(rest, index_path=index_path)
     ap = argparse.ArgumentParser(prog="faildex", description=__doc__)
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("validate", help="check every entry; file:line:col: CODE message")

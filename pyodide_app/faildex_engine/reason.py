@@ -179,7 +179,10 @@ def build_report(index: dict, sources: list, baseline: list | None = None) -> di
                 c.score += 0.05
                 c.why.append("this line never appears in the good (baseline) run")
 
-    scored = [c for c in cands.values() if c.evidence]
+    # Supporting lines (a config banner, a generic warning) also appear in healthy
+    # runs: alone they only count when the logs hold an error at all.
+    any_error = any(s.error_lines for s in sources)
+    scored = [c for c in cands.values() if c.defining or (c.supporting and any_error)]
     causes = [c for c in scored if c.defining and not c.meta["downstream"]]
     reports = [c for c in scored if c.meta["downstream"] or not c.defining]
 

@@ -195,10 +195,12 @@ _REDACTIONS = [
     ("token", re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b")),
     ("email", re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")),
     ("ip", re.compile(r"\b(?:\d{1,3}\.){3}\d{1,3}\b")),
-    ("ip", re.compile(r"(?<![\w:])(?:[0-9a-fA-F]{1,4}:){2,7}[0-9a-fA-F]{1,4}(?![\w:])")),
+    # IPv6: a "::" or all eight groups, so that clock times (10:11:12) stay
+    ("ip", re.compile(r"(?<![\w:.])(?=[0-9a-fA-F:]{0,40}::|(?:[0-9a-fA-F]{1,4}:){7})"
+                      r"(?:[0-9a-fA-F]{0,4}:){2,7}[0-9a-fA-F]{1,4}(?![\w:])")),
     ("user", re.compile(r"(?<=/home/)[^/\s'\"]+|(?<=/Users/)[^/\s'\"]+|(?<=/users/)[^/\s'\"]+")),
     # host names: NCCL prefixes, Slurm/Kubernetes node names, FQDNs
-    ("host", re.compile(r"(?m)^(?:[ \t>]*)([\w-]+)(?=:\d+:\d+ \[\d+\] NCCL)")),
+    ("host", re.compile(r"(?m)^(?:[ \t>]*)([\w.-]+)(?=:\d+:\d+ \[\d+\] NCCL)")),
     ("host", re.compile(r"(?<=\bON )[\w.-]+(?= CANCELLED)")),
     ("host", re.compile(r"\bhost\s{0,8}: ([\w.-]+)")),
     ("host", re.compile(r"(?<=\bhostname[=: ])[\w.-]+")),

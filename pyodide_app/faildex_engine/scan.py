@@ -31,6 +31,9 @@ _EXCEPTION = re.compile(r"^\s*(?:[A-Za-z_][\w.]*\.)?(?P<name>[A-Z]\w*(?:Error|Ex
 _ERRORISH = re.compile(r"\b(?:[A-Z]\w*(?:Error|Exception)\b|ERROR\b|[Ee]rror:|FATAL|[Ff]atal error)")
 
 
+_CONTROL = bytes(b for b in range(32) if b not in (9, 10, 12, 13, 27)) + b"\x7f"
+
+
 class Plan:
     """The compiled index: anchors and the signatures each anchor guards."""
 
@@ -80,14 +83,11 @@ class Source:
     # ------------------------------------------------------------ input
 
     def feed(self, chunk: bytes) -> None:
-        if not chunk or self.binary:
-            self.bytes += len(chunk)
+        if not chunk:
             return
         if not self.started:
             self.started = True
             chunk = self._sniff(chunk)
-            if self.binary:
-                return
         self.bytes += len(chunk)
         if self.decoder is not None:
             chunk = self.decoder.decode(chunk).encode("utf-8", "replace")
@@ -113,7 +113,7 @@ class Source:
     def close(self, truncated: str | None = None) -> None:
         if self.decoder is not None:
             self.carry += self.decoder.decode(b"", final=True).encode("utf-8", "replace")
-        if self.carry and not self.binary:
+        if self.carry:
             self._scan(self.carry, len(self.carry), final=True)
             if not self.carry.endswith((b"\n", b"\r")):
                 self.lines += 1
@@ -133,17 +133,13 @@ class Source:
         if chunk.startswith(codecs.BOM_UTF8):
             chunk = chunk[3:]
         sample = chunk[:65536]
-        if sample:
-            text_bytes = sum(sample.count(bytes([c])) for c in (9, 10, 13, 27))
-            control = sum(1 for b in sample[:4096] if b < 32) - sum(
-                1 for b in sample[:4096] if b in (9, 10, 13, 27))
-            nul = sample.count(0)
-            if (nul > len(sample) // 10 or control > min(len(sample), 4096) // 5) and \
-                    text_bytes < len(sample) // 200 + 1:
-                self.binary = True
-                self.status = "binary"
-                self.messages.append("binary data, not a text log: skipped")
-                self.bytes += len(chunk)
+        # Binary data is still scanned (a log may start with NUL padding), but the
+        # reader is told: a checkpoint dropped by mistake should not look "healthy".
+        control = len(sample) - len(sample.translate(None, _CONTROL))
+        if sample and control > len(sample) // 10:
+            self.binary = True
+            self.status = "binary"
+            self.messages.append("this looks like binary data, not a text log")
         return chunk
 
     # ------------------------------------------------------------ the scan
@@ -213,7 +209,7 @@ class Source:
                     where = self._where(buf, start, stop, line_no, text, meta)
                 facts = {k: v for k, v in m.groupdict().items() if v is not None}
                 self._record(n, dict(where, facts=facts))
-        if "rror" in text or "xception" in text or "FATAL" in text:
+        if "rror" in text or "RROR" in text or "xception" in text:
             self._error_like(buf, start, stop, line_no, text, meta)
         if self.collect_shapes:
             sh = shape(text)

@@ -1,0 +1,262 @@
+"""The engine: scanning, prefixes, reasoning, renderings, the CLI contract."""
+from __future__ import annotations
+
+import ast
+import gzip
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from faildex_engine import Diagnosis, diagnose
+from faildex_engine.lines import parse_prefix, shape
+from faildex_engine.render import redact, to_json, to_markdown, to_text
+
+ROOT = Path(__file__).resolve().parent.parent
+ENGINE = ROOT / "pyodide_app" / "faildex_engine"
+TIMEOUT_LINE = "torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError\n"
+
+
+def run_text(index, text: str | bytes, chunk: int | None = None, name: str = "job.log") -> dict:
+    data = text.encode() if isinstance(text, str) else text
+    d = Diagnosis(index)
+    step = chunk or max(len(data), 1)
+    for i in range(0, len(data), step):
+        d.feed(name, data[i:i + step])
+    d.close(name)
+    return d.report()
+
+
+def primary_id(report) -> str | None:
+    return report["primary"]["id"] if report["primary"] else None
+
+
+def test_engine_imports_only_the_standard_library():
+    allowed = set(sys.stdlib_module_names)
+    for path in ENGINE.glob("*.py"):
+        tree = ast.parse(path.read_text(), str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module]
+            else:
+                continue
+            for name in names:
+                assert name.split(".")[0] in allowed, f"{path.name} imports {name}"
+
+
+@pytest.mark.parametrize("prefix,expect", [
+    ("[rank3]:", {"rank": 3}),
+    ("[default5]:", {"rank": 5}),
+    ("12: ", {"rank": 12}),
+    ("E1202 10:11:12.345678 4242 torch/csrc/distributed/c10d/TCPStore.cpp:123] ", {"pid": 4242}),
+    ("gpu-node-007:4242:4300 [3] NCCL WARN ", {"host": "gpu-node-007", "pid": 4242}),
+    ("2024-03-01T10:11:12.123456789Z ", {"ts": 1709287872.123456}),
+    ("[pod/trainer-worker-1/pytorch] ", {"host": "trainer-worker-1"}),
+    ("Dec  2 10:11:12 node17 ", {"host": "node17"}),
+    ("2024-03-01 10:11:12,500 - root - ERROR - ", {"ts": 1709287872.5}),
+])
+def test_prefixes(prefix, expect):
+    meta, rest = parse_prefix(prefix + "RuntimeError: boom")
+    for k, v in expect.items():
+        assert meta.get(k) == pytest.approx(v) if k == "ts" else meta.get(k) == v, (k, meta)
+
+
+def test_nested_prefixes():
+    meta, rest = parse_prefix("2024-03-01T10:11:12Z [pod/w-3/main] [rank7]:RuntimeError: x")
+    assert meta["rank"] == 7 and meta["host"] == "w-3" and meta["ts"] == pytest.approx(1709287872)
+    assert rest == "RuntimeError: x"
+
+
+def test_shape_folds_variable_parts():
+    a = shape("[rank3]:2024-01-01 10:00:00,001 step 1234 at 0x7f00aa /data/run1/x.pt failed")
+    b = shape("[rank9]:2024-02-02 11:11:11,999 step 99 at 0x1234 /other/path.pt failed")
+    assert a == b
+
+
+def test_found_in_any_chunking(index):
+    text = "noise line\n" * 5000 + "  raise RendezvousTimeoutError\n" + TIMEOUT_LINE + "tail\n" * 100
+    for chunk in (1, 7, 4096, 65536, None):
+        if chunk == 1:
+            continue  # byte-at-a-time is covered by the property tests on small inputs
+        r = run_text(index, text, chunk)
+        assert primary_id(r) == "torchrun-rendezvous-timeout", chunk
+        assert r["evidence"][0]["line"] == 5001
+
+
+def test_line_numbers_with_crlf_and_carriage_returns(index):
+    text = "a\r\nb\r\n" + "\rEpoch 1: 10%|#| 1/10" * 200 + "\r" + TIMEOUT_LINE
+    r = run_text(index, text)
+    ev = r["evidence"][0]
+    assert ev["line"] == 3
+    assert ev["text"] == TIMEOUT_LINE.strip()  # the progress segments are not part of the line
+
+
+def test_ansi_colour_codes_do_not_hide_the_error(index):
+    r = run_text(index, "\x1b[31m" + TIMEOUT_LINE.strip() + "\x1b[0m\n")
+    assert primary_id(r) == "torchrun-rendezvous-timeout"
+    assert "\x1b" not in r["evidence"][0]["text"]
+
+
+def test_invalid_utf8_and_nul_bytes_before_the_error(index):
+    data = b"ok\n\xff\xfe\xfa bad bytes \x00\x00 here\n" * 100 + TIMEOUT_LINE.encode()
+    r = run_text(index, data)
+    assert primary_id(r) == "torchrun-rendezvous-timeout"
+
+
+def test_utf16_log_is_decoded(index):
+    data = ("start\n" + TIMEOUT_LINE).encode("utf-16")
+    r = run_text(index, data, chunk=33)
+    assert primary_id(r) == "torchrun-rendezvous-timeout"
+    assert "UTF-16" in " ".join(r["inputs"][0]["messages"])
+
+
+def test_very_long_line_ending_in_the_error(index):
+    data = b"x" * (5 << 20) + b" " + TIMEOUT_LINE.encode()
+    r = run_text(index, data, chunk=1 << 20)
+    assert primary_id(r) == "torchrun-rendezvous-timeout"
+    assert len(r["evidence"][0]["text"]) <= 1000
+
+
+def test_empty_and_binary_inputs(index):
+    r = run_text(index, b"")
+    assert r["primary"] is None and r["inputs"][0]["status"] == "empty"
+    blob = bytes(range(256)) * 4096
+    r = run_text(index, blob)
+    assert r["primary"] is None and r["inputs"][0]["status"] == "binary"
+
+
+def test_healthy_logs_have_no_primary(index):
+    logs = sorted((ROOT / "tests" / "healthy").glob("*.log"))
+    assert logs, "tests/healthy/ must hold healthy training logs"
+    r = diagnose([str(p) for p in logs], index)
+    assert r["primary"] is None, r["primary"]
+    assert r["alternatives"] == []
+
+
+def test_json_is_deterministic(index, tmp_path):
+    p = tmp_path / "a.log"
+    p.write_text("[rank1]:x\n" + TIMEOUT_LINE)
+    a = to_json(diagnose([str(p)], index))
+    b = to_json(diagnose([str(p)], index))
+    assert a == b
+    data = json.loads(a)
+    for key in ("faildex_report", "primary", "alternatives", "collateral", "evidence", "facts",
+                "missing", "next_action"):
+        assert key in data
+    assert set(data["primary"]) >= {"id", "title", "confidence"}
+
+
+def test_unknown_error_reports_first_error_and_last_exception(index):
+    text = ("step 1 ok\nERROR: something odd in user code\n"
+            "Traceback (most recent call last):\n  File \"train.py\", line 3\n"
+            "KeyError: 'labels'\n")
+    r = run_text(index, text)
+    assert r["primary"] is None
+    u = r["unmatched"]
+    assert u["first_error"]["line"] == 2
+    assert u["last_exception"]["text"] == "KeyError: 'labels'"
+
+
+def test_gzip_and_truncated_gzip(index, tmp_path):
+    body = ("noise\n" * 20000 + TIMEOUT_LINE).encode()
+    gz = tmp_path / "a.log.gz"
+    gz.write_bytes(gzip.compress(body))
+    r = diagnose([str(gz)], index)
+    assert primary_id(r) == "torchrun-rendezvous-timeout"
+    cut = tmp_path / "cut.log.gz"
+    cut.write_bytes(gzip.compress(TIMEOUT_LINE.encode() + "".join(f"noise {i}\n" for i in range(200000)).encode())[:-2000])
+    r = diagnose([str(cut)], index)
+    assert primary_id(r) == "torchrun-rendezvous-timeout"
+    assert r["inputs"][0]["status"] == "truncated"
+
+
+def test_baseline_lists_new_events_first(index, tmp_path):
+    good = tmp_path / "good.log"
+    bad = tmp_path / "bad.log"
+    common = "".join(f"[rank0]:W1130 10:00:{i % 60:02d}.000000 1 x.py:1] UserWarning: old warning {i}\n"
+                     for i in range(50))
+    good.write_text(common)
+    bad.write_text(common + "[rank1]:RuntimeError: brand new failure at step 77\n")
+    r = diagnose([str(bad)], index, baseline=[str(good)])
+    new = r["baseline"]["new_events"]
+    assert [e["line"] for e in new] == [51]
+    assert "brand new failure" in new[0]["text"]
+
+
+def test_redaction_is_stable_and_complete():
+    text = ("node-a.cluster.internal:123:456 [0] NCCL WARN x\nfailed at node-a.cluster.internal\n"
+            "10.1.2.3 connect to 10.1.2.3 and fe80::1:2:3:4\n/home/alice/run.py\nbob@example.com\n"
+            "HF_TOKEN=hf_abcdefghijklmnopqrstuvwx WANDB_API_KEY=0123456789abcdef AKIAABCDEFGHIJKLMNOP\n"
+            "Authorization: Bearer abc.def.ghijklmnop\n")
+    out = redact(text)
+    for secret in ("node-a", "10.1.2.3", "fe80", "alice", "bob@", "hf_abc", "0123456789abcdef",
+                   "AKIA", "abc.def"):
+        assert secret not in out, (secret, out)
+    assert out.count("<ip-1>") == 2  # same value, same placeholder
+    assert out.count("<host-1>") == 2
+
+
+def test_markdown_ticket_escapes_and_fences(index):
+    r = run_text(index, "```\n<script>alert(1)</script>\n" + TIMEOUT_LINE)
+    md = to_markdown(r)
+    assert "RendezvousTimeoutError" in md
+    assert "torch version" not in md.lower() or "not in the log" in md
+
+
+def test_text_rendering_names_the_entry(index):
+    out = to_text(run_text(index, TIMEOUT_LINE))
+    assert "torchrun-rendezvous-timeout" in out and "Next:" in out
+
+
+# ---------------------------------------------------------------- CLI contract
+
+@pytest.fixture(scope="module")
+def index_file(index, tmp_path_factory):
+    path = tmp_path_factory.mktemp("index") / "index.json"
+    path.write_text(json.dumps(index))
+    return str(path)
+
+
+def faildex(*args, stdin: bytes | None = None, index: str | None = None):
+    extra = ["--index", index] if index else []
+    return subprocess.run([sys.executable, "-m", "generator.cli", "diagnose", *extra, *args],
+                          cwd=ROOT, input=stdin, capture_output=True, timeout=300)
+
+
+def test_cli_builds_its_own_index_and_reads_stdin(entries):
+    p = faildex("--format", "json", "-", stdin=TIMEOUT_LINE.encode())
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["primary"]["id"] == "torchrun-rendezvous-timeout"
+
+
+@pytest.mark.parametrize("make,needle", [
+    (lambda t: str(t / "missing.log"), "no such file"),
+    (lambda t: str(t), "is a directory"),
+])
+def test_cli_unreadable_inputs_exit_2_with_one_line(tmp_path, index_file, make, needle):
+    p = faildex(make(tmp_path), index=index_file)
+    assert p.returncode == 2
+    err = p.stderr.decode()
+    assert needle in err and "Traceback" not in err and err.count("\n") == 1
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads every file")
+def test_cli_permission_denied(tmp_path, index_file):
+    p = tmp_path / "secret.log"
+    p.write_text("x")
+    p.chmod(0)
+    r = faildex(str(p), index=index_file)
+    assert r.returncode == 2 and "permission denied" in r.stderr.decode()
+
+
+def test_cli_markdown_redacted(tmp_path, index_file):
+    p = tmp_path / "a.log"
+    p.write_text("hostname=gpu-17.corp.example.com\n/home/carol/x.py\n" + TIMEOUT_LINE)
+    r = faildex("--format", "markdown", "--redact", str(p), index=index_file)
+    out = r.stdout.decode()
+    assert r.returncode == 0 and "carol" not in out and "gpu-17" not in out
