@@ -17,7 +17,7 @@ from .validate import healthy_logs, validate
 INDEX_FORMAT = 1
 # Always scanned, so that an unknown failure still yields its first error and last
 # exception (issue: "when no entry matches but the log holds an error, say so").
-GENERIC_ANCHORS = ("rror", "RROR", "xception")
+GENERIC_ANCHORS = ("rror", "RROR")
 
 
 def _first_sentence(text: str) -> str:

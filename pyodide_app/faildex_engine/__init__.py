@@ -137,16 +137,26 @@ def _gunzip(stream, chunk_size: int):
             return
 
 
-def diagnose(paths, index, baseline=None, progress=None) -> dict:
+def diagnose(paths, index, baseline=None, progress=None, workers: int = 1) -> dict:
     """Diagnose files (paths, '-' for stdin). baseline: paths of a good run.
-    progress(bytes_done) is called after each chunk. Raises InputError."""
+    progress(bytes_done) is called after each chunk. workers > 1 scans large plain
+    files with that many processes (native only). Raises InputError."""
     index = load_index(index)
     d = Diagnosis(index, baseline=bool(baseline))
     done = 0
     for group, is_base in ((list(baseline or []), True), (list(paths), False)):
         for path in group:
             name = "<stdin>" if path == "-" else str(path)
-            d._source(name, is_base)
+            src = d._source(name, is_base)
+            if workers > 1 and path != "-":
+                from .parallel import scan_file
+                merged = scan_file(str(path), name, src.order, d.plan, src.collect_shapes, workers)
+                if merged is not None:
+                    (d.baseline_sources if is_base else d.sources)[name] = merged
+                    done += merged.bytes
+                    if progress:
+                        progress(done)
+                    continue
             truncated = None
             for chunk, message in read_chunks(path):
                 if message:

@@ -53,6 +53,8 @@ def main(argv: list[str], index_path=None) -> int:
                     help="markdown: replace hosts, IPs, user names, e-mails and tokens")
     ap.add_argument("--index", help="index JSON (default: built from the entries)")
     ap.add_argument("--no-progress", action="store_true")
+    ap.add_argument("--jobs", type=int, default=min(os.cpu_count() or 1, 8), metavar="N",
+                    help="processes for large files (default: one per core)")
     try:
         args = ap.parse_args(argv)
     except SystemExit as e:
@@ -81,7 +83,8 @@ def main(argv: list[str], index_path=None) -> int:
     if total > PROGRESS_OVER and sys.stderr.isatty() and not args.no_progress:
         progress = _Progress(total)
     try:
-        report = diagnose(args.files, index, baseline=args.baseline or None, progress=progress)
+        report = diagnose(args.files, index, baseline=args.baseline or None, progress=progress,
+                          workers=max(1, args.jobs))
     except InputError as err:
         print(f"faildex diagnose: {err}", file=sys.stderr)
         return 2

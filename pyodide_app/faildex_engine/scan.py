@@ -54,18 +54,20 @@ class Plan:
 class Source:
     """Scan state for one input (one file or stream)."""
 
-    def __init__(self, name: str, order: int, plan: Plan, collect_shapes: bool = False):
+    def __init__(self, name: str, order: int, plan: Plan, collect_shapes: bool = False,
+                 offset: int = 0, prev_tail: bytes = b""):
         self.name = name
         self.order = order
         self.plan = plan
         self.collect_shapes = collect_shapes
+        self.offset = offset      # where this scan starts in the input (parallel ranges)
         self.bytes = 0
         self.lines = 0            # newlines before the current buffer
         self.carry = b""
-        self.prev_tail = b""      # end of the previous buffer, for context before a hit
+        self.prev_tail = prev_tail  # end of the previous buffer, for context before a hit
         self.status = "ok"
         self.messages: list[str] = []
-        self.started = False
+        self.started = offset > 0   # only the start of an input is sniffed
         self.decoder = None       # set for UTF-16 input
         self.binary = False
         self.long_line = False    # the current line started before this buffer
@@ -121,7 +123,7 @@ class Source:
         if truncated:
             self.status = "truncated"
             self.messages.append(truncated)
-        if self.bytes == 0:
+        if self.bytes == 0 and self.offset == 0:
             self.status = "empty"
             self.messages.append("the input is empty")
 
@@ -147,7 +149,7 @@ class Source:
     def _scan(self, buf: bytes, end: int, final: bool) -> None:
         plan = self.plan
         # Context (versions, launcher) from every line near the start of the input.
-        if self.bytes - len(buf) < HEAD_BYTES:
+        if self.offset + self.bytes - len(buf) < HEAD_BYTES:
             self._head(buf, end)
         hits: dict[int, set] = {}   # segment start -> anchor ids
         spans: dict[int, int] = {}
@@ -272,3 +274,36 @@ def _context(buf: bytes, prev: bytes, start: int, stop: int) -> tuple[list[str],
     while after and not after[-1].strip():
         after.pop()
     return before, after
+
+
+def merge_ranges(parts: list[Source]) -> Source:
+    """Join the scans of consecutive ranges of one input into one Source."""
+    head = parts[0]
+    for part in parts[1:]:
+        shift = head.lines
+        for kept in part.findings.values():
+            for f in kept:
+                f["line"] += shift
+        for n, kept in part.findings.items():
+            mine = head.findings.setdefault(n, [])
+            merged = mine + kept
+            head.findings[n] = merged[:KEEP_FIRST] + merged[-1:] if len(merged) > KEEP_FIRST + 1 else merged
+            head.counts[n] = head.counts.get(n, 0) + part.counts[n]
+        for k, v in part.facts.items():
+            head.facts.setdefault(k, v)
+        head.hosts |= part.hosts
+        head.ranks |= part.ranks
+        if part.first_error and head.first_error is None:
+            head.first_error = dict(part.first_error, line=part.first_error["line"] + shift)
+        if part.last_exception:
+            head.last_exception = dict(part.last_exception, line=part.last_exception["line"] + shift)
+        head.error_lines += part.error_lines
+        for sh, where in part.shapes.items():
+            if sh not in head.shapes and len(head.shapes) < MAX_SHAPES:
+                head.shapes[sh] = dict(where, line=where["line"] + shift)
+        head.lines += part.lines
+        head.bytes += part.bytes
+        head.messages += [m for m in part.messages if m not in head.messages]
+        if part.last_ts is not None:
+            head.last_ts = part.last_ts
+    return head
