@@ -260,7 +260,7 @@ def build_report(index: dict, sources: list, baseline: list | None = None) -> di
         for c in collateral[:5]:
             f = c.first or min(c.collateral, key=_order_key)
             evidence.append(dict(_public(f), role="collateral"))
-    evidence = evidence[:MAX_EVIDENCE]
+    evidence = [dict(e, url=entries[e["entry"]]["url"]) for e in evidence[:MAX_EVIDENCE]]
 
     timeline = []
     for c in cands.values():

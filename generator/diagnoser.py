@@ -1,0 +1,124 @@
+"""The browser diagnoser's assets, written into the built site by the mkdocs hook.
+
+    assets/pyodide/      the Pyodide runtime, copied from node_modules/pyodide (npm, pinned)
+    assets/faildex/      the engine wheel, the index, example logs, worker and page scripts
+
+The engine is pure Python, so its wheel is a plain py3-none-any zip written here
+with zipfile (pyodide-build needs a cross-build environment from the internet,
+which this project cannot rely on). Nothing is ever loaded from another origin:
+check_same_origin() fails the build if a page or script points off-site.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+import shutil
+import zipfile
+from pathlib import Path
+
+PYODIDE_FILES = ["pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip",
+                 "pyodide-lock.json"]
+ENGINE_NAME = "faildex_engine"
+ENGINE_VERSION = "0.1.0"
+EXAMPLE_MAX = 64 * 1024
+
+
+class AssetError(Exception):
+    pass
+
+
+def build_engine_wheel(root: Path, out_dir: Path) -> Path:
+    """A reproducible py3-none-any wheel of pyodide_app/faildex_engine."""
+    src = root / "pyodide_app" / ENGINE_NAME
+    dist = f"{ENGINE_NAME}-{ENGINE_VERSION}"
+    wheel = out_dir / f"{dist}-py3-none-any.whl"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    files: list[tuple[str, bytes]] = []
+    for p in sorted(src.glob("*.py")):
+        files.append((f"{ENGINE_NAME}/{p.name}", p.read_bytes()))
+    meta = (f"Metadata-Version: 2.1\nName: {ENGINE_NAME}\nVersion: {ENGINE_VERSION}\n"
+            f"Summary: faildex diagnosis engine (pure Python)\n").encode()
+    wheel_info = (b"Wheel-Version: 1.0\nGenerator: faildex\nRoot-Is-Purelib: true\n"
+                  b"Tag: py3-none-any\n")
+    files += [(f"{dist}.dist-info/METADATA", meta), (f"{dist}.dist-info/WHEEL", wheel_info)]
+    record = []
+    for name, data in files:
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        record.append(f"{name},sha256={digest},{len(data)}")
+    record.append(f"{dist}.dist-info/RECORD,,")
+    files.append((f"{dist}.dist-info/RECORD", ("\n".join(record) + "\n").encode()))
+    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in files:
+            info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(info, data)
+    return wheel
+
+
+def example_logs(entries) -> list[dict]:
+    """One real example per entry, for the page's "try an example" control."""
+    from .validate import example_text
+    out = []
+    for e in sorted(entries, key=lambda e: e.id):
+        for ex in e.data["examples"]:
+            if ex.get("expect", e.id) != e.id:
+                continue
+            text = example_text(e, ex) or ""
+            if len(text.encode()) <= EXAMPLE_MAX:
+                out.append({"id": e.id, "title": e.data["title"], "log": text})
+                break
+    return out
+
+
+def write_assets(root: Path, site_dir: Path, entries, index: dict) -> None:
+    pyodide_src = root / "node_modules" / "pyodide"
+    missing = [f for f in PYODIDE_FILES if not (pyodide_src / f).is_file()]
+    if missing:
+        raise AssetError(f"Pyodide runtime not found ({', '.join(missing)} missing in "
+                         f"node_modules/pyodide): run `npm ci` (make setup)")
+    pyo = site_dir / "assets" / "pyodide"
+    pyo.mkdir(parents=True, exist_ok=True)
+    for f in PYODIDE_FILES:
+        dst = pyo / f
+        if not dst.exists() or dst.stat().st_size != (pyodide_src / f).stat().st_size:
+            shutil.copyfile(pyodide_src / f, dst)
+    out = site_dir / "assets" / "faildex"
+    out.mkdir(parents=True, exist_ok=True)
+    wheel = build_engine_wheel(root, out)
+    (out / "index.json").write_text(json.dumps(index, sort_keys=True, separators=(",", ":")),
+                                    encoding="utf-8")
+    (out / "examples.json").write_text(json.dumps(example_logs(entries), ensure_ascii=False),
+                                       encoding="utf-8")
+    for p in sorted((root / "pyodide_app" / "web").glob("*")):
+        if p.is_file():
+            shutil.copyfile(p, out / p.name)
+    version = json.loads((pyodide_src / "package.json").read_text())["version"]
+    (out / "manifest.json").write_text(json.dumps({
+        "wheel": wheel.name, "index": "index.json", "examples": "examples.json",
+        "pyodide": version, "index_digest": index.get("digest", "")}, indent=1), encoding="utf-8")
+
+
+_ASSET_REF = re.compile(
+    r"""<(?:script|img|iframe|source|audio|video|embed)\b[^>]*?\bsrc\s*=\s*["']?(https?:)?//"""
+    r"""|<link\b[^>]*?\bhref\s*=\s*["']?(https?:)?//"""
+    r"""|@import\s+(?:url\()?["']?(https?:)?//"""
+    r"""|url\(\s*["']?(https?:)?//"""
+    r"""|\bimport\s*\(?\s*["'](https?:)?//"""
+    r"""|\bimportScripts\s*\(\s*["'](https?:)?//""", re.I)
+
+
+def check_same_origin(site_dir: Path) -> list[str]:
+    """Every asset reference in the built site that points at another origin."""
+    bad = []
+    for p in sorted(site_dir.rglob("*")):
+        if p.suffix not in (".html", ".css", ".js", ".mjs") or not p.is_file():
+            continue
+        if p.parent.name == "pyodide":
+            continue  # the runtime itself: loaded with an explicit same-origin indexURL
+        text = p.read_text(encoding="utf-8", errors="replace")
+        for m in _ASSET_REF.finditer(text):
+            line = text.count("\n", 0, m.start()) + 1
+            bad.append(f"{p.relative_to(site_dir)}:{line}: off-origin asset: {m.group(0)[:120]}")
+    return bad
