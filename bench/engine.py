@@ -144,7 +144,7 @@ def main() -> int:
     fd_mbs = real_size / fd_t / 1e6
     gr_mbs = real_size / gr_t / 1e6
     print(f"signatures: {len(index['signatures'])} ({len(patterns)} defining, {len(ere)} as ERE for grep); "
-          f"anchors scanned: {len(index['anchors'])}")
+          f"anchors: {len(index['find_anchors'])} find passes + {len(index['alt_anchors'])} in one alternation")
     print(f"faildex diagnose : {fd_t:6.2f} s  {fd_mbs:7.1f} MB/s  peak RSS {fd_rss / 1e6:6.1f} MB  "
           f"primary={report['primary']['id'] if report['primary'] else None}")
     print(f"grep -c -E -f    : {gr_t:6.2f} s  {gr_mbs:7.1f} MB/s  peak RSS {gr_rss / 1e6:6.1f} MB  "

@@ -15,9 +15,10 @@ from .regexes import MIN_ANCHOR, choose_anchors, required_literals
 from .validate import healthy_logs, validate
 
 INDEX_FORMAT = 1
-# Always scanned, so that an unknown failure still yields its first error and last
-# exception (issue: "when no entry matches but the log holds an error, say so").
-GENERIC_ANCHORS = ("rror", "RROR")
+# Each scanned in a bytes.find pass of its own, always, so that an unknown failure
+# still yields its first error and last exception; signatures containing one ride
+# along for free. "ERROR" lines are found by the alternation (ERROR is added there).
+GENERIC_ANCHORS = ("rror",)
 
 
 def _first_sentence(text: str) -> str:
@@ -39,6 +40,7 @@ def build_index(root: Path, entries) -> dict:
             required[key] = lits
             sigs.append({"entry": e.id, "id": s["id"], "regex": s["regex"],
                          "strength": s["strength"], "literal": lits[0] if lits else ""})
+    required["generic/ERROR"] = ["ERROR"]
     anchors, assigned = choose_anchors(required, healthy, extra=GENERIC_ANCHORS)
     for s in sigs:
         s["anchor"] = assigned[f"{s['entry']}/{s['id']}"]
@@ -67,8 +69,8 @@ def build_index(root: Path, entries) -> dict:
             # words of the entry, for "nearest entries" when nothing matched
             "keywords": sorted(_keywords(d)),
         }
-    body = {"faildex_index": INDEX_FORMAT, "anchors": anchors, "signatures": sigs,
-            "entries": out_entries}
+    body = {"faildex_index": INDEX_FORMAT, "find_anchors": list(GENERIC_ANCHORS),
+            "alt_anchors": anchors, "signatures": sigs, "entries": out_entries}
     digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
     body["digest"] = digest
     return body

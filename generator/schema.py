@@ -41,7 +41,7 @@ CATEGORIES: dict[str, tuple[str, str]] = {
 }
 
 SEVERITIES = ["low", "medium", "high", "critical"]
-STRENGTHS = ["defining", "supporting", "collateral"]
+STRENGTHS = ["defining", "supporting", "collateral", "context"]
 # Software whose versions the engine reads from logs and entries can pin.
 SOFTWARE = ["pytorch", "cuda", "cudnn", "nccl", "driver", "deepspeed", "vllm", "transformers", "python"]
 
@@ -131,9 +131,12 @@ SIGNATURE = Obj((
       "Python regex searched in one log line (ANSI codes stripped). Case-sensitive: it is the "
       "exact text the software prints. Named groups become facts in the report.", required=True),
     F("strength", Str(enum=tuple(STRENGTHS)),
-      "defining: the line alone identifies this failure. supporting: consistent with it, but "
-      "other failures print it too. collateral: printed on other ranks or processes as a "
-      "consequence; it attaches to the diagnosis and never makes it.", required=True),
+      "defining: the line alone identifies this failure. supporting: an abnormal line that "
+      "other failures print too. collateral: printed on other ranks or processes as a "
+      "consequence; it attaches to the diagnosis and never makes it. context: printed by "
+      "healthy runs as well (a config banner, the interface NCCL chose); only its named "
+      "groups are used, as facts for discriminators. Defining and supporting lines must "
+      "never appear in healthy output (tests/healthy/).", required=True),
     F("source", Str(),
       "Where this exact text was verified: upstream file (repo/path) or the URL of a real "
       "report. Reviewers check it.", required=True),

@@ -95,7 +95,7 @@ class SiteError(Exception):
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _CTRL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _TICK = re.compile(r"`([^`\n]+)`")
-_ABBREV = re.compile(r"(?:\b(?:e\.g|i\.e|vs|etc|cf|approx|no|fig)|\b[A-Z])\.$", re.I)
+_ABBREV = re.compile(r"\b(?:e\.g|i\.e|vs|etc|cf|approx|incl)\.$")
 
 
 def clean(text) -> str:
@@ -118,7 +118,19 @@ def inline(text) -> Markup:
 def prose(text) -> Markup:
     """Prose as HTML paragraphs (a blank line separates paragraphs)."""
     paras = [p for p in re.split(r"\n[ \t]*\n", clean(text).strip()) if p.strip()]
-    return Markup("".join(f"<p>{inline(p)}</p>" for p in paras))
+    return Markup("\n".join(f"<p>{inline(p)}</p>" for p in paras))
+
+
+@jinja2.pass_eval_context
+def finalize(eval_ctx, value):
+    """Every {{ value }} in a page template: HTML-escaped, and backticks too, so that a
+    line of entry text can never open a Markdown code fence (fences are found before
+    raw HTML blocks are set aside). Plain-text templates turn autoescape off."""
+    if value is None:
+        return ""
+    if isinstance(value, Markup) or not eval_ctx.autoescape:
+        return value
+    return Markup(str(escape(value)).replace("`", "&#96;"))
 
 
 def code_text(text) -> str:
@@ -362,7 +374,7 @@ class SiteBuild:
         self.nav_extra: list = []    # (title, uri) pairs a later step wants in the nav
         self.env = jinja2.Environment(
             loader=jinja2.FileSystemLoader(str(self.template_dir / "pages")),
-            autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True,
+            autoescape=True, finalize=finalize, trim_blocks=True,
             lstrip_blocks=True, keep_trailing_newline=True)
         self.env.filters.update(prose=prose, inline=inline, code=code_text, front=front,
                                 first_sentence=first_sentence, host=url_host)

@@ -6,7 +6,7 @@ a function, give it the next free code, list it in CHECKS, and add a failing
 fixture test in tests/test_validate.py.
 
 Codes
-  FDX001 YAML syntax error            FDX016 defining signature matches healthy output
+  FDX001 YAML syntax error            FDX016 signature matches healthy output
   FDX002 unknown key                  FDX017 signature has no literal anchor
   FDX003 missing required field       FDX018 regex may backtrack catastrophically
   FDX004 wrong type                   FDX019 example matched by no signature of its entry
@@ -246,14 +246,15 @@ def check_signature_backtracking(entry: Entry, ctx: Context) -> Iterator[Problem
 
 def check_signature_not_in_healthy(entry: Entry, ctx: Context) -> Iterator[Problem]:
     for i, sig in _signatures(entry):
-        if sig.get("strength") != "defining":
+        if sig.get("strength") not in ("defining", "supporting"):
             continue
         rx = re.compile(sig["regex"])
         for file, n, line in ctx.healthy_lines:
             if rx.search(line):
                 yield entry.problem(("signatures", i, "regex"), "FDX016",
-                                    f"defining signature {sig.get('id')!r} matches healthy output "
-                                    f"{file}:{n}: {line.strip()[:120]!r}; make it specific to the failure")
+                                    f"{sig.get('strength')} signature {sig.get('id')!r} matches healthy "
+                                    f"output {file}:{n}: {line.strip()[:120]!r}; make it specific to "
+                                    f"the failure, or use strength: context if it is only a source of facts")
                 break
 
 

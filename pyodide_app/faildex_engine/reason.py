@@ -2,7 +2,8 @@
 
 Confidence is built from a few explainable parts, each named in `why`:
   0.90  a defining signature matched (the line alone identifies the failure)
-  0.30  only supporting signatures matched (+0.1 per further one, at most 0.5)
+  0.30  only supporting signatures matched (+0.1 per further one, at most 0.5);
+       context signatures (printed by healthy runs too) only add facts
  -0.25  for each other entry whose defining signature matched the same line
  +0.05 / -0.35  the version in the log is inside / outside the affected range
  +0.05 / -0.25  a machine-checkable discriminator agrees / points elsewhere
@@ -54,6 +55,7 @@ class Candidate:
         self.defining: list[dict] = []
         self.supporting: list[dict] = []
         self.collateral: list[dict] = []
+        self.context: list[dict] = []
         self.count = 0
         self.sig_ids: set = set()
         self.score = 0.0
@@ -96,7 +98,7 @@ def build_report(index: dict, sources: list, baseline: list | None = None) -> di
                 c.facts.update(f["facts"])
                 if sig["strength"] == "defining":
                     line_owners.setdefault((f["source"], f["line"]), set()).add(sig["entry"])
-            if sig["strength"] != "collateral":
+            if sig["strength"] in ("defining", "supporting"):
                 c.sig_ids.add(sig["id"])
 
     baseline_shapes = None
@@ -179,10 +181,9 @@ def build_report(index: dict, sources: list, baseline: list | None = None) -> di
                 c.score += 0.05
                 c.why.append("this line never appears in the good (baseline) run")
 
-    # Supporting lines (a config banner, a generic warning) also appear in healthy
-    # runs: alone they only count when the logs hold an error at all.
-    any_error = any(s.error_lines for s in sources)
-    scored = [c for c in cands.values() if c.defining or (c.supporting and any_error)]
+    # Supporting lines are abnormal (the validator keeps them out of healthy output),
+    # so they can make a low-confidence diagnosis on their own; context lines cannot.
+    scored = [c for c in cands.values() if c.evidence]
     causes = [c for c in scored if c.defining and not c.meta["downstream"]]
     reports = [c for c in scored if c.meta["downstream"] or not c.defining]
 

@@ -1,9 +1,10 @@
 """Streaming scan: bytes in, findings out, memory bounded whatever the input.
 
-The hot loop never looks at every line. For each chunk it runs bytes.find for a
-handful of literal anchors (chosen at build time so that every signature
-contains one); only the lines around a hit are decoded and tested against the
-signatures that own that anchor. Lines are split on \\n and \\r, so tqdm's
+The hot loop never looks at every line. For each chunk it runs a bytes.find
+pass for "rror" and one compiled alternation of literal anchors (chosen at build
+time so that every signature contains one and the alternation's first
+characters are rare); only the lines around a hit are decoded and tested
+against the signatures that own the anchors on that line. Lines are split on \\n and \\r, so tqdm's
 carriage-return progress lines and CRLF files read naturally; a line longer than
 WINDOW on either side of a hit is read as a window, never whole.
 """
@@ -35,16 +36,24 @@ _CONTROL = bytes(b for b in range(32) if b not in (9, 10, 12, 13, 27)) + b"\x7f"
 
 
 class Plan:
-    """The compiled index: anchors and the signatures each anchor guards."""
+    """The compiled index: anchors, and the signatures each anchor guards.
+
+    find_anchors each get a bytes.find pass; alt_anchors are searched together
+    by one compiled alternation (see generator.regexes.choose_anchors for why).
+    """
 
     def __init__(self, index: dict, baseline_mode: bool = False):
         self.index = index
-        anchors = list(index["anchors"])
+        find = list(index["find_anchors"])
+        alt = list(index["alt_anchors"])
         if baseline_mode:
-            anchors += [a for a in BASELINE_ANCHORS if a not in anchors]
-        self.anchors = [a.encode() for a in anchors]
-        self.sigs_by_anchor: dict[int, list] = {i: [] for i in range(len(anchors))}
-        pos = {a: i for i, a in enumerate(anchors)}
+            alt += [a for a in BASELINE_ANCHORS if a not in alt and a not in find]
+        self.find_anchors = [a.encode() for a in find]
+        alt_bytes = sorted({a.encode() for a in alt}, key=lambda b: (-len(b), b))
+        self.alt_rx = re.compile(b"|".join(re.escape(a) for a in alt_bytes)) if alt_bytes else None
+        self.all_anchors = [a.encode() for a in find + alt]
+        pos = {a: i for i, a in enumerate(find + alt)}
+        self.sigs_by_anchor: dict[int, list] = {i: [] for i in range(len(pos))}
         for n, s in enumerate(index["signatures"]):
             rx = re.compile(s["regex"])
             self.sigs_by_anchor[pos[s["anchor"]]].append((n, s, rx, s["literal"]))
@@ -64,7 +73,14 @@ class Source:
         self.bytes = 0
         self.lines = 0            # newlines before the current buffer
         self.carry = b""
-        self.prev_tail = prev_tail  # end of the previous buffer, for context before a hit
+        # Context lines are kept as lines, not bytes, so that evidence is the same
+        # however the input was cut into chunks.
+        self.recent: list[str] = _complete_lines(prev_tail)[-CONTEXT_LINES:]  # lines before the buffer
+        self.pending: list[dict] = []   # findings still waiting for lines after them
+        self.ended_cr = False           # the last buffer ended in \r (a \n may follow)
+        self.first_lines: list[str] | None = None  # first lines of this scan (parallel merge)
+        self._end = 0
+        self._final = False
         self.status = "ok"
         self.messages: list[str] = []
         self.started = offset > 0   # only the start of an input is sniffed
@@ -101,14 +117,12 @@ class Source:
             if len(buf) > MAX_CARRY:
                 keep = WINDOW
                 self._scan(buf, len(buf) - keep, final=False)
-                self.prev_tail = buf[-keep - WINDOW:-keep]
                 self.carry = buf[-keep:]
                 self.long_line = True
             else:
                 self.carry = buf
             return
         self._scan(buf, cut, final=False)
-        self.prev_tail = buf[max(0, cut - 4 * WINDOW):cut]
         self.carry = buf[cut:]
         self.long_line = False
 
@@ -148,33 +162,76 @@ class Source:
 
     def _scan(self, buf: bytes, end: int, final: bool) -> None:
         plan = self.plan
+        self._end, self._final = end, final
+        if self.first_lines is None:
+            self.first_lines = _complete_lines(buf[:min(end, 4 * WINDOW)], final)[:CONTEXT_LINES]
+        if self.pending:
+            self._complete_pending(buf, end, final)
         # Context (versions, launcher) from every line near the start of the input.
         if self.offset + self.bytes - len(buf) < HEAD_BYTES:
             self._head(buf, end)
-        hits: dict[int, set] = {}   # segment start -> anchor ids
-        spans: dict[int, int] = {}
+        spans: dict[int, int] = {}   # candidate segment start -> end
         find = buf.find
-        for ai, a in enumerate(plan.anchors):
+        for a in plan.find_anchors:
             pos = find(a, 0, end)
             while pos != -1:
-                start = max(buf.rfind(b"\n", 0, pos), buf.rfind(b"\r", 0, pos)) + 1
-                if pos - start > WINDOW:
-                    start = pos - WINDOW
-                seg_end = _line_end(buf, pos, len(buf))
-                if seg_end - pos > WINDOW:
-                    seg_end = pos + WINDOW
-                hits.setdefault(start, set()).add(ai)
-                spans[start] = max(spans.get(start, 0), seg_end)
-                pos = find(a, max(seg_end, pos + 1), end)
+                start, stop = _segment(buf, pos)
+                spans[start] = max(spans.get(start, 0), stop)
+                pos = find(a, max(stop, pos + 1), end)
+        if plan.alt_rx is not None:
+            search = plan.alt_rx.search
+            m = search(buf, 0, end)
+            while m:
+                pos = m.start()
+                start, stop = _segment(buf, pos)
+                spans[start] = max(spans.get(start, 0), stop)
+                m = search(buf, max(stop, pos + 1), end)
+        hits = spans
         if hits:
             counted_to, line_no = 0, self.lines
             for start in sorted(hits):
                 line_no += buf.count(b"\n", counted_to, start)
                 counted_to = start
-                self._candidate(buf, start, spans[start], line_no + 1, hits[start])
+                seg = buf[start:spans[start]]
+                present = [ai for ai, a in enumerate(plan.all_anchors) if a in seg]
+                self._candidate(buf, start, spans[start], line_no + 1, present)
             self.lines = line_no + buf.count(b"\n", counted_to, end)
         else:
             self.lines += buf.count(b"\n", 0, end)
+        lo = max(0, end - 4 * WINDOW)
+        region = buf[lo:end]
+        if lo == 0 and self.ended_cr and region.startswith(b"\n"):
+            region = region[1:]
+        tail = _complete_lines(region, final)
+        self.recent = ((self.recent if lo == 0 else []) + tail)[-CONTEXT_LINES:]
+        self.ended_cr = buf[end - 1:end] == b"\r"
+
+    def _complete_pending(self, buf: bytes, end: int, final: bool) -> None:
+        hi = min(end, 2 * WINDOW)
+        region = buf[:hi]
+        if self.ended_cr and region.startswith(b"\n"):
+            region = region[1:]
+        got = _complete_lines(region, final and hi == end)
+        still = []
+        for d in self.pending:
+            d["after"] += got[:CONTEXT_LINES - len(d["after"])]
+            if len(d["after"]) < CONTEXT_LINES and hi == end and not final:
+                still.append(d)
+        self.pending = still
+
+    def _attach_context(self, d: dict, buf: bytes, start: int, stop: int) -> dict:
+        lo = max(0, start - 2 * WINDOW)
+        region = buf[lo:start]
+        if lo == 0 and self.ended_cr and region.startswith(b"\n"):
+            region = region[1:]
+        before = _complete_lines(region)
+        d["before"] = ((self.recent if lo == 0 else []) + before)[-CONTEXT_LINES:]
+        hi = min(self._end, stop + 2 * WINDOW)
+        after = _complete_lines(buf[stop:hi], self._final and hi == self._end)[1:]
+        d["after"] = after[:CONTEXT_LINES]
+        if len(d["after"]) < CONTEXT_LINES and hi == self._end and not self._final:
+            self.pending.append(d)
+        return d
 
     def _head(self, buf: bytes, end: int) -> None:
         region = buf[:min(end, HEAD_BYTES)]
@@ -187,7 +244,7 @@ class Source:
                 context.extract(line, self.facts)
                 pos = region.find(key, stop)
 
-    def _candidate(self, buf: bytes, start: int, stop: int, line_no: int, anchors: set) -> None:
+    def _candidate(self, buf: bytes, start: int, stop: int, line_no: int, anchors: list) -> None:
         raw = buf[start:stop]
         text = strip_ansi(raw.decode("utf-8", "replace")).rstrip("\r\n")
         meta, _rest = parse_prefix(text)
@@ -200,7 +257,7 @@ class Source:
             self.ranks.add(meta["rank"])
         context.extract(text, self.facts)
         where = None
-        for ai in sorted(anchors):
+        for ai in anchors:
             for n, sig, rx, literal in self.plan.sigs_by_anchor.get(ai, ()):
                 if literal and literal not in text:
                     continue
@@ -208,9 +265,9 @@ class Source:
                 if not m:
                     continue
                 if where is None:
-                    where = self._where(buf, start, stop, line_no, text, meta)
+                    where = self._where(line_no, text, meta)
                 facts = {k: v for k, v in m.groupdict().items() if v is not None}
-                self._record(n, dict(where, facts=facts))
+                self._record(n, self._attach_context(dict(where, facts=facts), buf, start, stop))
         if "rror" in text or "RROR" in text or "xception" in text:
             self._error_like(buf, start, stop, line_no, text, meta)
         if self.collect_shapes:
@@ -218,10 +275,8 @@ class Source:
             if sh and sh not in self.shapes and len(self.shapes) < MAX_SHAPES:
                 self.shapes[sh] = {"source": self.name, "line": line_no, "text": text[:500]}
 
-    def _where(self, buf, start, stop, line_no, text, meta) -> dict:
-        before, after = _context(buf, self.prev_tail, start, stop)
-        w = {"source": self.name, "order": self.order, "line": line_no, "text": text[:1000],
-             "before": before, "after": after}
+    def _where(self, line_no, text, meta) -> dict:
+        w = {"source": self.name, "order": self.order, "line": line_no, "text": text[:1000]}
         for k in ("ts", "rank", "host", "pid"):
             if k in meta:
                 w[k] = meta[k]
@@ -245,10 +300,21 @@ class Source:
         if _ERRORISH.search(rest):
             self.error_lines += 1
             if self.first_error is None:
-                self.first_error = self._where(buf, start, stop, line_no, text, meta)
+                self.first_error = self._attach_context(self._where(line_no, text, meta), buf, start, stop)
         m = _EXCEPTION.match(rest)
         if m and m.group("name") not in ("ChildFailedError",):
-            self.last_exception = self._where(buf, start, stop, line_no, text, meta)
+            self.last_exception = self._attach_context(self._where(line_no, text, meta), buf, start, stop)
+
+
+def _segment(buf: bytes, pos: int) -> tuple[int, int]:
+    """The line (between \\n or \\r) around pos, at most WINDOW bytes on either side."""
+    start = max(buf.rfind(b"\n", 0, pos), buf.rfind(b"\r", 0, pos)) + 1
+    if pos - start > WINDOW:
+        start = pos - WINDOW
+    stop = _line_end(buf, pos, len(buf))
+    if stop - pos > WINDOW:
+        stop = pos + WINDOW
+    return start, stop
 
 
 def _line_end(buf: bytes, pos: int, limit: int) -> int:
@@ -259,27 +325,28 @@ def _line_end(buf: bytes, pos: int, limit: int) -> int:
     return a if b == -1 else min(a, b)
 
 
-def _context(buf: bytes, prev: bytes, start: int, stop: int) -> tuple[list[str], list[str]]:
-    """Up to CONTEXT_LINES lines before and after a segment (bounded in size)."""
-    lo = max(0, start - 2 * WINDOW)
-    before_bytes = buf[lo:start]
-    if lo == 0 and prev:
-        before_bytes = prev[-2 * WINDOW:] + before_bytes
-    before = [strip_ansi(x.decode("utf-8", "replace"))[:300]
-              for x in re.split(rb"\r\n|\n|\r", before_bytes)[:-1]][-CONTEXT_LINES:] \
-        if before_bytes else []
-    after_bytes = buf[stop:stop + 2 * WINDOW]
-    after = [strip_ansi(x.decode("utf-8", "replace"))[:300]
-             for x in re.split(rb"\r\n|\n|\r", after_bytes)[1:CONTEXT_LINES + 1]]
-    while after and not after[-1].strip():
-        after.pop()
-    return before, after
+_SPLIT = re.compile(rb"\r\n|\n|\r")
 
+
+def _complete_lines(region: bytes, final: bool = False) -> list[str]:
+    """The lines of region; the last piece counts only when final (it may be cut)."""
+    if not region:
+        return []
+    parts = _SPLIT.split(region)
+    if final:
+        while parts and not parts[-1]:
+            parts.pop()
+    else:
+        parts = parts[:-1]
+    return [strip_ansi(x.decode("utf-8", "replace"))[:300] for x in parts]
 
 def merge_ranges(parts: list[Source]) -> Source:
     """Join the scans of consecutive ranges of one input into one Source."""
     head = parts[0]
     for part in parts[1:]:
+        for d in head.pending:
+            d["after"] += (part.first_lines or [])[:CONTEXT_LINES - len(d["after"])]
+        head.pending = part.pending
         shift = head.lines
         for kept in part.findings.values():
             for f in kept:

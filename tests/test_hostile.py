@@ -1,0 +1,113 @@
+"""Hostile and odd inputs (issue 6): the engine never crashes, never changes its
+answer because of noise or chunking, and no signature backtracks catastrophically."""
+from __future__ import annotations
+
+import json
+import re
+import time
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from faildex_engine import Diagnosis, diagnose
+from faildex_engine.render import to_json, to_markdown, to_text
+from generator.regexes import required_literals
+from generator.validate import example_text
+
+FAST = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+def run(index, data: bytes, chunk: int | None = None) -> dict:
+    d = Diagnosis(index)
+    step = chunk or max(1, len(data))
+    for i in range(0, len(data), step):
+        d.feed("x.log", data[i:i + step])
+    d.close("x.log")
+    return d.report()
+
+
+@FAST
+@given(st.binary(max_size=4096))
+def test_random_bytes_never_crash(index, data):
+    r = run(index, data)
+    json.loads(to_json(r))
+    to_text(r)
+    to_markdown(r, redact_it=True)
+
+
+NOISE = [
+    "[rank0]:[2026-11-30 10:00:01,123] INFO train.py:212 step=10 loss=2.3411 lr=3.0e-04",
+    "Epoch 3:  42%|████▏     | 2100/5000 [01:02<01:26, 33.5it/s, loss=2.14]",
+    "gpu-node-001:4001:4101 [1] NCCL INFO Channel 00/0 : 1 -> 2 [send] via NET/IB/1/GDRDMA",
+    "/opt/venv/lib/python3.11/site-packages/torch/utils/checkpoint.py:91: UserWarning: None of the inputs have requires_grad=True. Gradients will be None",
+    "\x1b[32mINFO\x1b[0m saved checkpoint to /ckpt/step_100",
+    "",
+    "\t\t",
+]
+
+
+@FAST
+@given(data=st.data())
+def test_noise_and_chunking_never_change_the_primary(index, entries, data):
+    e = data.draw(st.sampled_from(sorted(entries, key=lambda x: x.id)))
+    ex = data.draw(st.sampled_from([x for x in e.data["examples"] if x.get("expect", e.id) == e.id]))
+    lines = example_text(e, ex).splitlines()
+    expected = run(index, "\n".join(lines).encode())["primary"]
+    for _ in range(data.draw(st.integers(0, 8))):
+        pos = data.draw(st.integers(0, len(lines)))
+        lines.insert(pos, data.draw(st.sampled_from(NOISE)))
+    text = "\n".join(lines).encode()
+    chunk = data.draw(st.integers(1, max(1, len(text))))
+    got = run(index, text, chunk)["primary"]
+    assert (got and got["id"]) == (expected and expected["id"])
+
+
+def test_same_input_same_json(index, entries):
+    e = sorted(entries, key=lambda x: x.id)[0]
+    text = example_text(e, e.data["examples"][0]).encode()
+    assert to_json(run(index, text)) == to_json(run(index, text, 97))
+
+
+def test_a_hundred_files_at_once(index, tmp_path):
+    paths = []
+    for i in range(100):
+        p = tmp_path / f"rank{i}.log"
+        p.write_text(f"[rank{i}]:step 1 ok\n" * 50)
+        paths.append(str(p))
+    (tmp_path / "rank57.log").write_text(
+        "[rank57]:step 1\n[rank57]:torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError\n")
+    r = diagnose(paths, index)
+    assert len(r["inputs"]) == 100
+    assert r["primary"]["id"] == "torchrun-rendezvous-timeout"
+    assert r["primary"]["first_seen"]["source"].endswith("rank57.log")
+
+
+# ---------------------------------------------------------------- catastrophic backtracking
+
+def adversarial_lines(regex: str) -> list[str]:
+    """Lines built to make a regex work hard: runs of its own literals and characters."""
+    lits = required_literals(regex) or ["a"]
+    longest = lits[0]
+    chars = sorted(set("".join(lits))) or ["a"]
+    mb = 1 << 20
+    return [
+        longest[:-1] * (mb // max(1, len(longest) - 1)),          # the literal, never completed
+        (longest + " ") * (mb // (len(longest) + 1)),             # the literal, over and over
+        "".join(chars) * (mb // len(chars)),                       # its characters
+        " " * mb + longest,                                        # whitespace before it
+        "0" * mb,                                                  # digits (numeric groups)
+    ]
+
+
+def test_no_signature_backtracks_catastrophically(index):
+    slow = []
+    for sig in index["signatures"]:
+        rx = re.compile(sig["regex"])
+        for line in adversarial_lines(sig["regex"]):
+            t = time.perf_counter()
+            rx.search(line)
+            spent = time.perf_counter() - t
+            if spent > 2.0:
+                slow.append(f"{sig['entry']}/{sig['id']}: {spent:.1f}s on a 1 MB adversarial line")
+                break
+    assert not slow, "\n".join(slow)

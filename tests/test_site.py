@@ -1,0 +1,572 @@
+"""The site, built with `mkdocs build --strict` and read back as HTML.
+
+`real_site` is built from the repository's entries, `fixture_site` from
+tests/fixtures (every optional field, a minimal entry, a hostile entry); tests
+taking `built` run on both.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from generator import schema as S
+from generator import site as G
+from sitekit import (FIXTURES, REPO, article, heading_text, make_root, mkdocs_build, norm,
+                     parse_html, resolve, section_links, section_text, sections, target_exists)
+
+CSP = ("default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; worker-src 'self' blob:; "
+       "style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; "
+       "font-src 'self'")
+
+SECTION_ORDER = ["What you will see", "Symptoms", "Root cause", "Misread as", "How to confirm",
+                 "Fix", "Verify", "Prevent", "Look-alikes", "What this is not", "Related",
+                 "Versions affected", "References", "Questions and answers", "Example logs"]
+
+
+def expected_sections(v, build) -> list[str]:
+    d = v.d
+    incoming = any(v.id in (o.d.get("related") or []) for o in build.entries)
+    shown = {
+        "Misread as": bool(d.get("misread_as")),
+        "Look-alikes": bool(d.get("discriminators")),
+        "What this is not": bool(d.get("not_this")),
+        "Related": bool(d.get("related")) or incoming,
+        "Versions affected": bool(d.get("affects")),
+    }
+    return [s for s in SECTION_ORDER if shown.get(s, True)]
+
+
+def entry_sections(built, v):
+    return sections(article(built.doc(built.entry_url(v.id))))
+
+
+# ---------------------------------------------------------------- entry pages
+
+def test_every_entry_has_a_page_with_its_sections_in_order(built):
+    assert built.build.entries, "no entries were built"
+    for v in built.build.entries:
+        art = article(built.doc(built.entry_url(v.id)))
+        got = [heading_text(h) for h in art.find_all("h2")]
+        assert got == expected_sections(v, built.build), v.id
+        h1 = art.find("h1")
+        assert h1 is not None and norm(h1.text()) == norm(v.title), v.id
+
+
+def test_quick_answer_box_comes_first_and_links_the_diagnoser(built):
+    for v in built.build.entries:
+        url = built.entry_url(v.id)
+        art = article(built.doc(url))
+        box = art.find("div", cls="fdx-quick")
+        assert box is not None, v.id
+        blocks = [c for c in art.children if not isinstance(c, str) and c.tag in ("div", "h2")]
+        assert blocks.index(box) < blocks.index(art.find("h2")), f"{v.id}: box after a section"
+        assert norm(" ".join(v.d["quick_answer"].split()).replace("`", "")) in box.norm_text()
+        links = {norm(a.text()): a.attrs["href"] for a in box.find_all("a")}
+        assert resolve(url, links["Diagnose your log"]) == "diagnose/", v.id
+
+
+def test_what_you_will_see_shows_text_each_signature_matches(built):
+    for v in built.build.entries:
+        figs = {f.attrs["data-signature"]: f for f in entry_sections(built, v)["What you will see"][0]
+                .find_all("figure")}
+        for sig in v.d["signatures"]:
+            if sig["strength"] == "collateral":
+                assert sig["id"] not in figs
+                continue
+            fig = figs[sig["id"]]
+            shown = fig.find("pre").text()
+            assert shown.strip(), (v.id, sig["id"])
+            if "…" not in shown:
+                # Taken from an example line (or the pattern's literal text): the pattern
+                # finds it, so readers see exactly what their log says.
+                lits = G.required_literals(sig["regex"])
+                assert re.search(sig["regex"], shown) or all(x in shown for x in lits[:1]), \
+                    (v.id, sig["id"], shown)
+            assert fig.find("code", cls="fdx-regex").text() == sig["regex"]
+
+
+def test_symptoms_confirm_fix_prevent_show_every_item(built):
+    for v in built.build.entries:
+        secs = entry_sections(built, v)
+        rows = secs["Symptoms"][0].find_all("tr")[1:]
+        assert len(rows) == len(v.d["symptoms"]), v.id
+        for row, s in zip(rows, v.d["symptoms"]):
+            cells = [c.norm_text() for c in row.find_all("td")]
+            assert cells == [norm(s["see"]).replace("`", ""), norm(s["why"]).replace("`", "")]
+        items = secs["How to confirm"][0].find_all("li")
+        assert len(items) == len(v.d["confirm"])
+        for li, c in zip(items, v.d["confirm"]):
+            assert li.find("input").attrs.get("type") == "checkbox"
+            pre = li.find("pre")
+            assert (pre.text() if pre else None) == (G.code_text(c["command"]) if c.get("command")
+                                                     else None)
+        steps = secs["Fix"][0].find("ol").find_all("li")
+        assert len(steps) == len(v.d["fix"]), v.id
+        for li, step in zip(steps, v.d["fix"]):
+            assert norm(step["do"]).replace("`", "") in li.norm_text()
+            if step.get("command"):
+                # A copyable block: the theme adds its copy button to every pre > code.
+                assert li.find("pre").find("code").text() == G.code_text(step["command"])
+        prevent = secs["Prevent"][0].find_all("li")
+        assert [p.norm_text() for p in prevent] == [norm(p).replace("`", "") for p in v.d["prevent"]]
+
+
+def test_references_and_examples(built):
+    for v in built.build.entries:
+        secs = entry_sections(built, v)
+        hrefs = section_links(secs["References"])
+        assert hrefs == [r["url"] for r in v.d["references"]], v.id
+        figs = secs["Example logs"][0].find_all("figure")
+        assert len(figs) == len(v.d["examples"])
+        for fig, ex in zip(figs, v.examples):
+            assert fig.find("pre").text() == ex["text"]
+
+
+def test_look_alikes_not_this_and_versions(built):
+    by_id = built.build.by_id
+    for v in built.build.entries:
+        secs = entry_sections(built, v)
+        url = built.entry_url(v.id)
+        for dis, row in zip(v.d.get("discriminators") or [],
+                            (secs.get("Look-alikes") or [None])[0].find_all("tr")[1:]
+                            if v.d.get("discriminators") else []):
+            other = dis["elsewhere"]["entry"]
+            assert [resolve(url, a.attrs["href"]) for a in row.find_all("a")] == [f"entries/{other}/"]
+            assert norm(by_id[other].title) in row.norm_text()
+        if v.d.get("not_this"):
+            links = [resolve(url, h) for h in section_links(secs["What this is not"])]
+            assert links == [f"entries/{n['entry']}/" for n in v.d["not_this"]]
+        if v.d.get("affects"):
+            rows = secs["Versions affected"][0].find_all("tr")[1:]
+            assert len(rows) == len(v.d["affects"])
+            for row, a in zip(rows, v.d["affects"]):
+                cells = [c.norm_text() for c in row.find_all("td")]
+                assert cells[0] == G.SOFTWARE_NAMES[a["software"]]
+                assert cells[1] == a.get("introduced", "–") and cells[2] == a.get("fixed", "not fixed")
+
+
+def test_related_links_show_in_both_directions(built):
+    pairs = [(v.id, other) for v in built.build.entries for other in v.d.get("related") or []]
+    for a, b in pairs:
+        for src, dst in ((a, b), (b, a)):
+            url = built.entry_url(src)
+            related = entry_sections(built, built.build.by_id[src]).get("Related")
+            assert related, f"{src} has no Related section but is linked with {dst}"
+            links = {resolve(url, h) for h in section_links(related)}
+            assert f"entries/{dst}/" in links, f"{src}'s page does not link {dst}"
+
+
+def test_questions_and_answers_come_from_the_entry_only(built):
+    for v in built.build.entries:
+        qa = entry_sections(built, v)["Questions and answers"][0]
+        questions = [dt.norm_text() for dt in qa.find_all("dt")]
+        answers = [dd.norm_text() for dd in qa.find_all("dd")]
+        d = v.d
+        expected = 6 + bool(d.get("misread_as")) + len({x["elsewhere"]["entry"] for x in
+                                                         d.get("discriminators") or []}) \
+            + len(d.get("not_this") or []) + bool(d.get("affects"))
+        assert len(questions) == expected == len(answers), v.id
+        # Each answer is the text of one of this entry's fields.
+        plain = lambda t: norm(t).replace("`", "")  # noqa: E731
+        assert plain(d["quick_answer"]) in answers[0]
+        assert plain(d["root_cause"]) in answers[1]
+        assert any(plain(d["verify"]) == a for a in answers)
+        assert any(plain(d["fix"][0]["do"]) in a for a in answers)
+        mistaken = [q for q in questions if q.endswith("mistaken for?")]
+        assert len(mistaken) == bool(d.get("misread_as")), v.id
+        if d.get("misread_as"):
+            assert plain(d["misread_as"]) in answers[questions.index(mistaken[0])]
+        # Every question names this entry (its title or its error text).
+        for q in questions:
+            assert norm(v.title) in q or norm(v.lead_text) in q, q
+
+
+def test_edit_button_opens_the_entry_yaml(built):
+    for v in built.build.entries:
+        btn = built.doc(built.entry_url(v.id)).find("a", rel="edit")
+        assert btn is not None, v.id
+        assert btn.attrs["href"] == f"https://github.com/faildex/faildex/edit/main/{v.source}"
+        assert (built.root / v.source).is_file()
+    assert built.doc("errors/").find("a", rel="edit") is None  # generated from no single file
+
+
+# ---------------------------------------------------------------- index pages
+
+def test_error_index_has_a_row_per_defining_signature(built):
+    url = "errors/"
+    table = built.doc(url).find("table", data_fdx_table="errors")
+    rows = table.find_all("tr")[1:]
+    got = {(r.attrs["data-entry"], r.attrs["data-signature"]) for r in rows}
+    want = {(v.id, s["id"]) for v in built.build.entries for s in v.d["signatures"]
+            if s["strength"] == "defining"}
+    assert got == want
+    assert len(rows) == len(want)
+    for r in rows:
+        v = built.build.by_id[r.attrs["data-entry"]]
+        text, failure, cause, move = r.find_all("td")
+        sig = next(s for s in v.d["signatures"] if s["id"] == r.attrs["data-signature"])
+        if "…" not in text.text():
+            assert re.search(sig["regex"], text.text()) or G.required_literals(sig["regex"])[0] \
+                in text.text()
+        assert [resolve(url, a.attrs["href"]) for a in failure.find_all("a")] == [f"entries/{v.id}/"]
+        assert cause.norm_text() == G.first_sentence(v.d["quick_answer"]).replace("`", "")
+        assert move.norm_text() == norm(v.d["fix"][0]["do"]).replace("`", "")
+
+
+def test_all_entries_page_is_filterable_without_inline_script(built):
+    doc = built.doc("entries/")
+    table = doc.find("table", data_fdx_table="entries")
+    rows = table.find_all("tr")[1:]
+    assert {r.attrs["data-id"] for r in rows} == {v.id for v in built.build.entries}
+    for r in rows:
+        v = built.build.by_id[r.attrs["data-id"]]
+        assert r.attrs["data-category"] == v.category and r.attrs["data-severity"] == v.severity
+        assert r.attrs["data-systems"].split() == [G.slug(s) for s in dict.fromkeys(v.d["systems"])]
+    box = doc.find("div", data_fdx_filter_for="entries")
+    assert {c.attrs["data-fdx-filter"] for c in box.iter() if "data-fdx-filter" in c.attrs} == \
+        {"category", "severity", "system", "text"}
+    srcs = [s.attrs.get("src") for s in doc.find_all("script")]
+    assert any(s and s.endswith("assets/faildex/faildex.js") for s in srcs)
+    js = (built.site / "assets/faildex/faildex.js").read_text()
+    assert "data-fdx-filter" in js and "dataset.category" in js
+
+
+def test_category_and_system_pages_list_their_entries(built):
+    for v in built.build.entries:
+        for url in [f"categories/{v.category}/"] + [f"systems/{s.slug}/" for s in v.systems]:
+            links = {resolve(url, a.attrs["href"]) for a in article(built.doc(url)).find_all("a")}
+            assert f"entries/{v.id}/" in links, (url, v.id)
+        page = article(built.doc(built.entry_url(v.id)))
+        meta = page.find("div", cls="fdx-meta")
+        assert {resolve(built.entry_url(v.id), a.attrs["href"]) for a in meta.find_all("a")} == \
+            {f"categories/{v.category}/"} | {f"systems/{G.slug(s)}/" for s in v.d["systems"]}
+
+
+def test_nav_lists_sections_not_entries(built):
+    nav = built.doc("").find("nav", cls="md-nav--primary")
+    hrefs = {resolve("", a.attrs["href"]) for a in nav.find_all("a") if a.attrs.get("href")}
+    for want in ["", "diagnose/", "errors/", "entries/", "systems/", "contributing/"]:
+        assert want in hrefs, want
+    for v in built.build.entries:
+        assert f"entries/{v.id}/" not in hrefs
+        assert f"categories/{v.category}/" in hrefs
+
+
+# ---------------------------------------------------------------- machine-readable
+
+def test_api_entries_json(built):
+    data = json.loads((built.site / "api" / "entries.json").read_text(encoding="utf-8"))
+    assert data["format"] == 1
+    by_id = {e["id"]: e for e in data["entries"]}
+    assert set(by_id) == {v.id for v in built.build.entries} and len(by_id) == len(data["entries"])
+    for v in built.build.entries:
+        e = by_id[v.id]
+        assert e["title"] == v.title and e["category"] == v.category
+        assert [(s["id"], s["regex"], s["strength"]) for s in e["signatures"]] == \
+            [(s["id"], s["regex"], s["strength"]) for s in v.d["signatures"]]
+        assert e["links"]["related"] == list(v.d.get("related") or [])
+        assert e["links"]["not_this"] == [n["entry"] for n in v.d.get("not_this") or []]
+        assert e["url"] == "https://faildex.github.io/faildex/" + e["path"]
+        assert target_exists(built.site, e["path"]), e["path"]
+        assert e["source"] == v.source
+        for other in e["links"]["related_from"]:
+            assert v.id in by_id[other]["links"]["related"]
+
+
+def test_llms_txt_lists_every_entry(built):
+    text = (built.site / "llms.txt").read_text(encoding="utf-8")
+    assert text.startswith("# faildex\n")
+    for v in built.build.entries:
+        line = f"- [{v.title}](https://faildex.github.io/faildex/entries/{v.id}/): "
+        assert line in text, v.id
+    assert "https://faildex.github.io/faildex/api/entries.json" in text
+
+
+def test_contributing_page_documents_every_schema_field_and_code(built):
+    doc = built.doc("contributing/")
+    fields = {n.attrs["data-field"] for n in doc.find_all("tr") if "data-field" in n.attrs}
+
+    def walk(obj: S.Obj, prefix: str):
+        for f in obj.fields:
+            yield f"{prefix or 'entry'}.{f.name}"
+            t, suffix = f.type, ""
+            if isinstance(t, S.List) and isinstance(t.item, S.Obj):
+                t, suffix = t.item, "[]"
+            if isinstance(t, S.Obj):
+                yield from walk(t, f"{prefix}.{f.name}{suffix}" if prefix else f"{f.name}{suffix}")
+
+    want = set(walk(S.ENTRY, ""))
+    assert want <= fields, want - fields
+    assert len(want) > 50
+    text = article(doc).norm_text()
+    from generator import validate
+    codes = set(re.findall(r"FDX\d{3}", validate.__doc__))
+    assert codes and all(c in text for c in codes)
+    for cat in S.CATEGORIES:
+        assert cat in text
+    assert "faildex new" in text and "faildex validate" in text
+
+
+# ---------------------------------------------------------------- the whole site
+
+def test_every_page_has_the_csp_first_and_loads_nothing_from_elsewhere(built):
+    pages = built.html_pages()
+    assert len(pages) > len(built.build.entries)
+    for path in pages:
+        doc = parse_html(path.read_text(encoding="utf-8"))
+        head = doc.find("head")
+        first = next(c for c in head.children if not isinstance(c, str))
+        assert first.tag == "meta" and first.attrs.get("http-equiv") == "Content-Security-Policy", path
+        assert first.attrs["content"] == CSP
+        for n in doc.iter():
+            for attr in ("src", "href"):
+                val = n.attrs.get(attr, "")
+                loads = n.tag in ("script", "img", "iframe", "source", "audio", "video") or (
+                    n.tag == "link" and attr == "href" and n.attrs.get("rel") not in
+                    ("canonical", "alternate", "prev", "next"))
+                if loads:
+                    assert not re.match(r"^(?:[a-z]+:)?//", val), (path, n.tag, val)
+        # No inline scripts of ours: only the theme's own (blocked by the CSP; the one the
+        # theme needs is replaced by assets/faildex/md-globals.js) and its JSON config.
+        for s in doc.find_all("script"):
+            if s.attrs.get("src") or s.attrs.get("type") == "application/json":
+                continue
+            assert _theme_script(s.text()), (path, s.text()[:80])
+
+
+def _theme_script(text: str) -> bool:
+    """True when text is one of mkdocs-material's own inline scripts."""
+    import material
+    parts = Path(material.__file__).parent / "templates" / "partials" / "javascripts"
+    known = re.findall(r"<script>(.*?)</script>", "".join(p.read_text() for p in parts.glob("*.html")),
+                       flags=re.S)
+    prefixes = [re.split(r"\{\{", k)[0] for k in known]   # some hold a template expression
+    return any(text.strip().startswith(p) and p for p in prefixes)
+
+
+def test_internal_links_resolve(built):
+    for path in built.html_pages():
+        rel = path.relative_to(built.site).as_posix()
+        if rel == "diagnose/index.html":
+            continue  # the diagnoser's own assets: its tests check them
+        url = rel[:-len("index.html")] if rel.endswith("index.html") else rel
+        doc = parse_html(path.read_text(encoding="utf-8"))
+        for n in doc.iter():
+            for attr in ("href", "src"):
+                val = n.attrs.get(attr)
+                if val and val.startswith("/faildex/"):   # absolute, under site_url
+                    val = "/" + val[len("/faildex/"):]
+                    rel_to = ""
+                else:
+                    rel_to = url
+                if not val or re.match(r"^(?:[a-z]+:|//|#)", val):
+                    continue
+                if val.startswith("/"):
+                    val = val.lstrip("/") or "./"
+                assert target_exists(built.site, resolve(rel_to, val)), (rel, val)
+
+
+def test_md_globals_shim_defines_what_the_theme_bundle_uses():
+    shim = (REPO / "site_template/static/assets/faildex/md-globals.js").read_text()
+    bundle = next((Path(G.__file__).parents[1] / ".venv").glob(
+        "lib/python*/site-packages/material/templates/assets/javascripts/bundle.*.min.js"), None)
+    used = {"__md_scope", "__md_hash", "__md_get", "__md_set"}
+    if bundle is not None:
+        used = set(re.findall(r"__md_[a-z]+", bundle.read_text())) or used
+    for name in used:
+        assert f"window.{name} =" in shim, name
+
+
+# ---------------------------------------------------------------- safety
+
+HOSTILE = "fixture-hostile"
+
+
+def test_hostile_entry_text_renders_inert(fixture_site):
+    raw = fixture_site.html(f"entries/{HOSTILE}/")
+    doc = parse_html(raw)
+    for n in doc.iter():
+        for k, val in n.attrs.items():
+            assert not k.lower().startswith("on"), (n.tag, k, val)
+            if k in ("href", "src", "action", "data", "formaction"):
+                assert not val.strip().lower().startswith(("javascript:", "data:", "vbscript:")), val
+        if n.tag == "script":
+            assert "alert" not in n.text() and "alert" not in n.attrs.get("src", "")
+    art = article(doc)
+    for tag in ("script", "iframe", "img", "style", "object", "embed", "form", "details", "svg"):
+        bad = [n for n in art.find_all(tag) if not any(
+            p.tag == "a" and "md-content__button" in p.attrs.get("class", "")
+            for p in _ancestors(n))]
+        assert not bad, tag
+    text = art.text()
+    # The raw text is shown as text, not dropped.
+    for shown in ['<script>alert("qa")</script>', "<iframe src=", '<b onmouseover=',
+                  '</code></pre><script>alert("cmd")</script>', '<script>alert("ref")</script>',
+                  '[click](javascript:alert("md"))', "**bold**", '{: onclick="alert(\'attr\')" }']:
+        assert shown in text, shown
+    assert doc.find("title").text() == \
+        '</title><script>alert("t")</script><img src=x onerror=alert(1)> - faildex'
+    # backticks still make code, with the hostile text escaped inside it
+    codes = [c.text() for c in art.find_all("code")]
+    assert "code <b onclick=alert(1)>" in codes
+    # A Markdown fence inside a log stays text inside the log's block.
+    logs = [f.find("pre").text() for f in sections(art)["Example logs"][0].find_all("figure")]
+    assert logs[1].endswith('\n\n```\n<b>inside a fence</b>\n```')
+    assert not art.find("div", cls="highlight")
+    # A reference URL with quotes stays one attribute value.
+    refs = section_links(sections(art)["References"])
+    assert refs == ['https://example.org/x"><script>alert("url")</script>']
+
+
+def _ancestors(n):
+    while n.parent is not None:
+        n = n.parent
+        yield n
+
+
+def test_hostile_text_is_inert_in_every_generated_page(fixture_site):
+    for path in fixture_site.html_pages():
+        doc = parse_html(path.read_text(encoding="utf-8"))
+        for n in doc.iter():
+            assert not any(k.lower().startswith("on") for k in n.attrs), (path, n.tag, n.attrs)
+            if n.tag == "script":
+                assert "alert" not in n.text(), path
+    index = json.loads((fixture_site.site / "search/search_index.json").read_text())
+    for doc in index["docs"]:
+        for field in ("title", "text"):
+            assert not re.search(r"<(?:script|img|iframe|svg|a |b |style)", doc[field]), doc["location"]
+
+
+def test_reference_with_javascript_url_fails_validation(tmp_path):
+    root = make_root(tmp_path / "root", FIXTURES / "site_entries")
+    path = root / "entries/rendezvous/fixture-beta-refused.yaml"
+    path.write_text(path.read_text().replace("https://example.org/fixture/beta",
+                                             "javascript:alert(1)"))
+    result = mkdocs_build(root, tmp_path / "site")
+    assert result.returncode != 0
+    assert re.search(r"entries/rendezvous/fixture-beta-refused\.yaml:\d+:\d+: FDX015",
+                     result.stdout + result.stderr)
+    assert not (tmp_path / "site").exists()
+
+
+def test_broken_entry_fails_the_build_and_publishes_nothing(tmp_path):
+    root = make_root(tmp_path / "root", FIXTURES / "site_entries")
+    path = root / "entries/numerics/fixture-gamma-overflow.yaml"
+    text = path.read_text()
+    text = text.replace("severity: low", "severity: low\nseverity_note: not a field")
+    text = text.replace("related: [fixture-alpha-timeout]", "related: [fixture-no-such-entry]")
+    path.write_text(text)
+    site_dir = tmp_path / "site"
+    site_dir.mkdir()
+    (site_dir / "previous.html").write_text("the last good site")
+    result = mkdocs_build(root, site_dir)
+    out = result.stdout + result.stderr
+    assert result.returncode != 0
+    # Every problem, as file:line:col: CODE.
+    assert re.search(r"entries/numerics/fixture-gamma-overflow\.yaml:6:1: FDX002 unknown key "
+                     r"'severity_note'", out), out
+    assert re.search(r"entries/numerics/fixture-gamma-overflow\.yaml:\d+:\d+: FDX013 ", out), out
+    # The site directory was not touched: nothing half-built, the old site intact.
+    assert sorted(p.name for p in site_dir.iterdir()) == ["previous.html"]
+
+
+def test_generator_cli_refuses_invalid_entries(tmp_path, capsys):
+    root = make_root(tmp_path / "root", FIXTURES / "site_entries")
+    (root / "entries/rendezvous/fixture-beta-refused.yaml").write_text("id: [unclosed\n")
+    assert G.main(["--root", str(root), "--out", str(tmp_path / "docs")]) == 1
+    assert re.search(r"fixture-beta-refused\.yaml:\d+:\d+: FDX001", capsys.readouterr().err)
+    assert not (tmp_path / "docs").exists()
+
+
+# ---------------------------------------------------------------- the hook
+
+def _hooks():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("faildex_hooks_under_test",
+                                                  REPO / "generator/mkdocs_hooks.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_serve_watches_entries_and_templates(tmp_path, monkeypatch):
+    hooks = _hooks()
+    root = make_root(tmp_path / "root", FIXTURES / "site_entries")
+    monkeypatch.setenv("FAILDEX_ROOT", str(root))
+    watched = []
+
+    class Server:
+        def watch(self, path):
+            watched.append(Path(path))
+
+    class Config:
+        config_file_path = str(REPO / "mkdocs.yml")
+
+    assert hooks.on_serve(Server(), Config(), None) is not None
+    assert root / "entries" in watched and REPO / "site_template" in watched
+    assert hooks.BUILD_STEPS and all(callable(s) for s in hooks.BUILD_STEPS)
+
+
+# ---------------------------------------------------------------- rendering details
+
+def test_prose_escapes_and_keeps_backtick_code():
+    assert str(G.prose("a <b> `x<y>` c\n\nsecond")) == \
+        "<p>a &lt;b&gt; <code>x&lt;y&gt;</code> c</p>\n<p>second</p>"
+    assert str(G.inline("\x1b[31mred\x1b[0m \x07bell")) == "red bell"
+    assert str(G.front('say "<hi>"')) == '"say &#34;&lt;hi&gt;&#34;"'
+
+
+def test_first_sentence():
+    assert G.first_sentence("Use e.g. torchrun here. Then more.") == "Use e.g. torchrun here."
+    assert G.first_sentence("Waited 600 s. Raise it.") == "Waited 600 s."
+    assert G.first_sentence("No full stop") == "No full stop"
+
+
+def test_relative_urls():
+    assert G.relative_url("", "entries/x/") == "../../"
+    assert G.relative_url("diagnose/", "entries/x/") == "../../diagnose/"
+    assert G.relative_url("entries/y/", "entries/x/") == "../y/"
+    assert G.relative_url("api/entries.json", "") == "api/entries.json"
+    assert G.page_url("entries/index.md") == "entries/"
+    assert G.page_url("index.md") == ""
+
+
+SNAPSHOT = REPO / "tests" / "snapshots" / "fixture-alpha-timeout.md"
+
+
+def test_entry_page_snapshot(tmp_path):
+    """The generated Markdown of one fixture entry, so template changes show in review.
+    After an intended change: UPDATE_SNAPSHOTS=1 pytest tests/test_site.py -k snapshot"""
+    root = make_root(tmp_path / "root", FIXTURES / "site_entries")
+    text = G.build(root).files["entries/fixture-alpha-timeout.md"].content
+    if os.environ.get("UPDATE_SNAPSHOTS") == "1" or not SNAPSHOT.exists():
+        SNAPSHOT.parent.mkdir(exist_ok=True)
+        SNAPSHOT.write_text(text, encoding="utf-8")
+    assert text == SNAPSHOT.read_text(encoding="utf-8"), "rendered page changed: review, then " \
+        "UPDATE_SNAPSHOTS=1"
+
+
+def test_contributing_example_entry_validates(tmp_path):
+    """CONTRIBUTING.md shows one complete entry: it must pass the validator (its links
+    name entries of the encyclopedia, which this temporary checkout does not have)."""
+    from generator.validate import validate
+    text = (REPO / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```yaml\n(.*?)```", text, flags=re.S)
+    assert len(blocks) == 1
+    eid = re.search(r"^id: (\S+)$", blocks[0], flags=re.M).group(1)
+    cat = re.search(r"^category: (\S+)$", blocks[0], flags=re.M).group(1)
+    path = tmp_path / "entries" / cat / f"{eid}.yaml"
+    path.parent.mkdir(parents=True)
+    path.write_text(blocks[0], encoding="utf-8")
+    healthy = REPO / "tests" / "healthy"
+    if healthy.is_dir():
+        (tmp_path / "tests").mkdir()
+        (tmp_path / "tests" / "healthy").symlink_to(healthy)
+    entries, problems = validate(tmp_path)
+    assert [e.id for e in entries] == [eid]
+    assert [str(p) for p in problems if p.code != "FDX013"] == []

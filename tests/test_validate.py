@@ -1,0 +1,191 @@
+"""The validator: one broken copy of a real entry per error kind, each with its
+exact code and file:line:col; plus hostile entry files (issue 6, item 4)."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from generator.validate import validate
+
+ROOT = Path(__file__).resolve().parent.parent
+MODEL = ROOT / "entries" / "rendezvous" / "torchrun-rendezvous-timeout.yaml"
+
+
+@pytest.fixture()
+def checkout(tmp_path):
+    """A minimal checkout: the model entry, its link targets as stubs, healthy logs."""
+    (tmp_path / "entries" / "rendezvous").mkdir(parents=True)
+    shutil.copytree(ROOT / "tests" / "healthy", tmp_path / "tests" / "healthy")
+    shutil.copy(MODEL, tmp_path / "entries" / "rendezvous" / MODEL.name)
+    # Link targets of the model entry, copied as real entries so links resolve.
+    from ruamel.yaml import YAML
+    data = YAML(typ="safe").load(MODEL.read_text())
+    targets = set(data.get("related", [])) | {d["elsewhere"]["entry"] for d in data.get("discriminators", [])} \
+        | {n["entry"] for n in data.get("not_this", [])}
+    for t in targets:
+        src = next((ROOT / "entries").glob(f"*/{t}.yaml"), None)
+        assert src is not None, f"link target {t} is missing from entries/"
+        dst = tmp_path / "entries" / src.parent.name / src.name
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(src, dst)
+        if (src.parent / t).is_dir():
+            shutil.copytree(src.parent / t, dst.parent / t)
+    # the copies' own links point further: drop those fields so they stand alone
+    for p in tmp_path.glob("entries/*/*.yaml"):
+        if p.name == MODEL.name:
+            continue
+        d = YAML(typ="rt").load(p.read_text())
+        for k in ("related", "not_this", "discriminators"):
+            d.pop(k, None)
+        with open(p, "w") as fh:
+            YAML(typ="rt").dump(d, fh)
+    return tmp_path
+
+
+def edit(checkout: Path, old: str, new: str, count: int = 1) -> Path:
+    p = checkout / "entries" / "rendezvous" / MODEL.name
+    text = p.read_text()
+    assert old in text, old
+    p.write_text(text.replace(old, new, count))
+    return p
+
+
+def problems(checkout: Path) -> list[str]:
+    _, probs = validate(checkout)
+    return [str(p) for p in probs]
+
+
+def line_of(checkout: Path, needle: str) -> int:
+    text = (checkout / "entries" / "rendezvous" / MODEL.name).read_text()
+    return text[:text.index(needle)].count("\n") + 1
+
+
+def test_the_clean_checkout_validates(checkout):
+    assert problems(checkout) == []
+
+
+REL = "entries/rendezvous/torchrun-rendezvous-timeout.yaml"
+
+
+@pytest.mark.parametrize("old,new,code,needle", [
+    ("severity: high", "severity: high\nseverity_level: 3", "FDX002", "severity_level"),
+    ("verify: >", "verified: >", "FDX002", "verified"),
+    ("severity: high", "severity: urgent", "FDX005", "severity: urgent"),
+    ("id: torchrun-rendezvous-timeout", "id: torchrun-rdzv-timeout", "FDX010", "id: torchrun-rdzv"),
+    ("category: rendezvous", "category: nccl", "FDX011", "category: nccl"),
+    ("related: [rendezvous-closed", "related: [no-such-entry", "FDX013", "related: [no-such"),
+    ("regex: 'RendezvousTimeoutError'", "regex: 'RendezvousTimeoutError('", "FDX014", "regex: 'Rendezvous"),
+    ("url: https://docs.pytorch.org/docs/stable/elastic/run.html", "url: ftp://docs.pytorch.org/x",
+     "FDX015", "url: ftp"),
+    ("regex: 'RendezvousTimeoutError'", "regex: 'Traceback'", "FDX016", "regex: 'Traceback'"),
+    ("regex: 'RendezvousTimeoutError'", "regex: '(?i)rendezvoustimeouterror'", "FDX031", "regex: '(?i)"),
+    ("regex: 'RendezvousTimeoutError'", "regex: '(Rendezvous+)+TimeoutError'", "FDX018", "regex: '(Rend"),
+    ("regex: 'RendezvousTimeoutError'", "regex: 'RendezvousTimeoutErrorXYZ'", "FDX020", "regex: 'RendezvousTimeoutErrorXYZ'"),
+    ("regex: 'RendezvousTimeoutError'", "regex: '[A-Z]\\w{3}'", "FDX017", "regex: '[A-Z]"),
+    ("  - id: rdzv-join-timeout-conf", "  - id: rdzv-timeout-error", "FDX026", "  - id: rdzv-timeout-error\n    regex: \"rdzv"),
+])
+def test_each_broken_copy_fails_with_its_code(checkout, old, new, code, needle):
+    edit(checkout, old, new)
+    got = problems(checkout)
+    line = line_of(checkout, needle)
+    assert any(p.startswith(f"{REL}:{line}:") and f" {code} " in p for p in got), (code, line, got)
+
+
+def test_missing_required_field(checkout):
+    p = edit(checkout, "verify: >\n", "x_verify: >\n")
+    got = problems(checkout)
+    assert any(f" FDX003 missing required field 'verify'" in g for g in got), got
+
+
+def test_duplicate_id_across_files(checkout):
+    src = checkout / "entries" / "rendezvous" / MODEL.name
+    dup = checkout / "entries" / "cuda" / MODEL.name
+    dup.parent.mkdir(exist_ok=True)
+    text = src.read_text().replace("category: rendezvous", "category: cuda")
+    dup.write_text(text)
+    got = problems(checkout)
+    assert any(" FDX012 " in g for g in got), got
+
+
+def test_yaml_syntax_error_has_position(checkout):
+    edit(checkout, "severity: high", "severity: [high")
+    got = problems(checkout)
+    assert any(" FDX001 " in g and g.startswith(REL + ":") for g in got), got
+
+
+def test_duplicate_yaml_key(checkout):
+    edit(checkout, "severity: high", "severity: high\nseverity: low")
+    got = problems(checkout)
+    assert any(f"{REL}:{line_of(checkout, 'severity: low')}:" in g and " FDX021 " in g for g in got), got
+
+
+def test_all_errors_are_reported_at_once(checkout):
+    edit(checkout, "severity: high", "severity: urgent")
+    edit(checkout, "verify: >", "verified: >")
+    codes = {g.split()[1] for g in problems(checkout)}
+    assert {"FDX005", "FDX002", "FDX003"} <= codes
+
+
+def test_billion_laughs_is_refused_fast(checkout):
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)},"
+        f" *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n"
+        for i in range(12))
+    (checkout / "entries" / "rendezvous" / "bomb.yaml").write_text(bomb)
+    t = time.perf_counter()
+    got = problems(checkout)
+    assert time.perf_counter() - t < 30
+    assert any(g.startswith("entries/rendezvous/bomb.yaml:2:") and " FDX022 " in g for g in got), got
+
+
+def test_huge_entry_file_is_refused(checkout):
+    (checkout / "entries" / "rendezvous" / "huge.yaml").write_text("id: huge\n" + "# x\n" * (13 << 20 // 4))
+    got = problems(checkout)
+    assert any(g.startswith("entries/rendezvous/huge.yaml:1:1: FDX023") for g in got), got
+
+
+def test_non_utf8_entry_file(checkout):
+    (checkout / "entries" / "rendezvous" / "latin.yaml").write_bytes(b"id: latin\ntitle: caf\xe9\n")
+    got = problems(checkout)
+    assert any(g.startswith("entries/rendezvous/latin.yaml:2:10: FDX024") for g in got), got
+
+
+def test_not_a_mapping(checkout):
+    (checkout / "entries" / "rendezvous" / "list.yaml").write_text("- a\n- b\n")
+    assert any(" FDX029 " in g for g in problems(checkout))
+
+
+def test_cli_exit_codes(checkout):
+    ok = subprocess.run([sys.executable, "-m", "generator.cli", "validate"], cwd=ROOT,
+                        env={"FAILDEX_ROOT": str(checkout), "PATH": "/usr/bin:/bin"},
+                        capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    edit(checkout, "severity: high", "severity: urgent")
+    bad = subprocess.run([sys.executable, "-m", "generator.cli", "validate"], cwd=ROOT,
+                         env={"FAILDEX_ROOT": str(checkout), "PATH": "/usr/bin:/bin"},
+                         capture_output=True, text=True)
+    assert bad.returncode == 1
+    assert f"{REL}:{line_of(checkout, 'severity: urgent')}:11: FDX005" in bad.stdout
+    assert "Traceback" not in bad.stderr
+
+
+def test_new_scaffolds_an_entry_pointing_at_the_schema(checkout):
+    r = subprocess.run([sys.executable, "-m", "generator.cli", "new", "cuda/some-new-failure"], cwd=ROOT,
+                       env={"FAILDEX_ROOT": str(checkout), "PATH": "/usr/bin:/bin"},
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    text = (checkout / "entries" / "cuda" / "some-new-failure.yaml").read_text()
+    assert text.startswith("# yaml-language-server: $schema=")
+    assert "id: some-new-failure" in text and "category: cuda" in text
+
+
+def test_schema_file_is_current():
+    import json
+    from generator.schema import json_schema
+    committed = json.loads((ROOT / "generator" / "entry.schema.json").read_text())
+    assert committed == json_schema(), "run: faildex schema -o generator/entry.schema.json"
