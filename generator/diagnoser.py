@@ -1,4 +1,4 @@
-"""The browser diagnoser's assets, written into the built site by the mkdocs hook.
+"""The browser diagnoser's assets, shipped with the site by a site build step.
 
     assets/pyodide/      the Pyodide runtime, copied from node_modules/pyodide (npm, pinned)
     assets/faildex/      the engine wheel, the index, example logs, worker and page scripts
@@ -14,7 +14,6 @@ import base64
 import hashlib
 import json
 import re
-import shutil
 import zipfile
 from pathlib import Path
 
@@ -72,34 +71,6 @@ def example_logs(entries) -> list[dict]:
     return out
 
 
-def write_assets(root: Path, site_dir: Path, entries, index: dict) -> None:
-    pyodide_src = root / "node_modules" / "pyodide"
-    missing = [f for f in PYODIDE_FILES if not (pyodide_src / f).is_file()]
-    if missing:
-        raise AssetError(f"Pyodide runtime not found ({', '.join(missing)} missing in "
-                         f"node_modules/pyodide): run `npm ci` (make setup)")
-    pyo = site_dir / "assets" / "pyodide"
-    pyo.mkdir(parents=True, exist_ok=True)
-    for f in PYODIDE_FILES:
-        dst = pyo / f
-        if not dst.exists() or dst.stat().st_size != (pyodide_src / f).stat().st_size:
-            shutil.copyfile(pyodide_src / f, dst)
-    out = site_dir / "assets" / "faildex"
-    out.mkdir(parents=True, exist_ok=True)
-    wheel = build_engine_wheel(root, out)
-    (out / "index.json").write_text(json.dumps(index, sort_keys=True, separators=(",", ":")),
-                                    encoding="utf-8")
-    (out / "examples.json").write_text(json.dumps(example_logs(entries), ensure_ascii=False),
-                                       encoding="utf-8")
-    for p in sorted((root / "pyodide_app" / "web").glob("*")):
-        if p.is_file():
-            shutil.copyfile(p, out / p.name)
-    version = json.loads((pyodide_src / "package.json").read_text())["version"]
-    (out / "manifest.json").write_text(json.dumps({
-        "wheel": wheel.name, "index": "index.json", "examples": "examples.json",
-        "pyodide": version, "index_digest": index.get("digest", "")}, indent=1), encoding="utf-8")
-
-
 _ASSET_REF = re.compile(
     r"""<(?:script|img|iframe|source|audio|video|embed)\b[^>]*?\bsrc\s*=\s*["']?(https?:)?//"""
     r"""|<link\b[^>]*?\bhref\s*=\s*["']?(https?:)?//"""
@@ -122,3 +93,33 @@ def check_same_origin(site_dir: Path) -> list[str]:
             line = text.count("\n", 0, m.start()) + 1
             bad.append(f"{p.relative_to(site_dir)}:{line}: off-origin asset: {m.group(0)[:120]}")
     return bad
+
+
+def diagnoser_step(b) -> None:
+    """Site build step (generator.site.STEPS): ship the diagnoser with the site.
+
+    b is a generator.site.SiteBuild; its entries are validated EntryViews, each
+    wrapping the loaded Entry as `.entry`.
+    """
+    from .index import build_index
+    entries = [v.entry for v in b.entries]
+    index = build_index(b.root, entries)
+    cache = b.root / ".cache" / "diagnoser"
+    wheel = build_engine_wheel(b.root, cache)
+    pyodide_src = b.root / "node_modules" / "pyodide"
+    missing = [f for f in PYODIDE_FILES if not (pyodide_src / f).is_file()]
+    if missing:
+        raise AssetError(f"Pyodide runtime not found ({', '.join(missing)} missing in "
+                         f"node_modules/pyodide): run `npm ci` (make setup)")
+    for f in PYODIDE_FILES:
+        b.add_file(f"assets/pyodide/{f}", pyodide_src / f)
+    b.add_file(f"assets/faildex/{wheel.name}", wheel)
+    for p in sorted((b.root / "pyodide_app" / "web").glob("*")):
+        if p.is_file():
+            b.add_file(f"assets/faildex/{p.name}", p)
+    b.add_text("assets/faildex/index.json", json.dumps(index, sort_keys=True, separators=(",", ":")))
+    b.add_text("assets/faildex/examples.json", json.dumps(example_logs(entries), ensure_ascii=False))
+    version = json.loads((pyodide_src / "package.json").read_text())["version"]
+    b.add_text("assets/faildex/manifest.json", json.dumps({
+        "wheel": wheel.name, "index": "index.json", "examples": "examples.json",
+        "pyodide": version, "index_digest": index.get("digest", "")}, indent=1))

@@ -65,7 +65,7 @@ def build_index(root: Path, entries) -> dict:
                  "here_pattern": x.get("here_pattern", "")}
                 for x in d.get("discriminators", [])],
             "related": d.get("related", []),
-            "url": f"entries/{d['category']}/{e.id}/",
+            "url": f"entries/{e.id}/",   # the entry page, relative to the site root
             # words of the entry, for "nearest entries" when nothing matched
             "keywords": sorted(_keywords(d)),
         }

@@ -63,6 +63,7 @@ function onWorker(msg) {
     $("#fdx-progress-text").textContent =
       `${mb(msg.bytes)} MB in ${msg.seconds.toFixed(2)} s (${mb(rate)} MB/s)`;
     $("[data-testid=progress]").dataset.mbps = (rate / 1e6).toFixed(1);
+    $("[data-testid=progress]").dataset.engineSeconds = (msg.engineSeconds || 0).toFixed(3);
     renderReport(msg.report, false);
   } else if (msg.type === "cancelled") {
     finishRun();
