@@ -260,3 +260,59 @@ def test_cli_markdown_redacted(tmp_path, index_file):
     r = faildex("--format", "markdown", "--redact", str(p), index=index_file)
     out = r.stdout.decode()
     assert r.returncode == 0 and "carol" not in out and "gpu-17" not in out
+
+
+# ---------------------------------------------------------------- reasoning across ranks
+
+def _example(entries, entry_id: str, i: int = 0) -> str:
+    from generator.validate import example_text
+    e = next(e for e in entries if e.id == entry_id)
+    return example_text(e, e.data["examples"][i])
+
+
+def test_rank_that_died_first_is_primary_and_the_rest_collateral(entries, index, tmp_path):
+    """Rank 3 runs out of memory; ranks 0-2 then time out in the watchdog and the
+    agent prints ChildFailedError. The logs are the entries' own real examples."""
+    files = []
+    for rank in range(3):
+        p = tmp_path / f"rank{rank}.log"
+        p.write_text(_example(entries, "nccl-watchdog-timeout"))
+        files.append(str(p))
+    oom = tmp_path / "rank3.log"
+    oom.write_text(_example(entries, "cuda-out-of-memory"))
+    agent = tmp_path / "agent.log"
+    agent.write_text(_example(entries, "elastic-child-failed"))
+    r = diagnose(files + [str(oom), str(agent)], index)
+    assert r["primary"]["id"] == "cuda-out-of-memory"
+    assert r["primary"]["first_seen"]["source"].endswith("rank3.log")
+    collateral = {c["id"] for c in r["collateral"]}
+    assert {"nccl-watchdog-timeout", "elastic-child-failed"} <= collateral
+    assert "nccl-watchdog-timeout" not in {a["id"] for a in r["alternatives"]}
+
+
+def test_downstream_report_alone_names_itself_and_asks_for_the_cause(entries, index):
+    r = run_text(index, _example(entries, "elastic-child-failed"))
+    assert r["primary"]["id"] == "elastic-child-failed"
+    assert r["primary"]["confidence"] <= 0.6
+    assert any(m["fact"] == "initiating_log" for m in r["missing"])
+
+
+def test_versions_decide(index):
+    """An entry with an affected range: the report says whether the log's version is in it."""
+    with_range = [(eid, e) for eid, e in index["entries"].items()
+                  if any(a["software"] == "pytorch" and a.get("fixed") for a in e["affects"])]
+    assert with_range, "no entry declares a PyTorch range with a fix"
+    eid, e = with_range[0]
+    a = next(a for a in e["affects"] if a["software"] == "pytorch" and a.get("fixed"))
+    sig = next(s for s in index["signatures"] if s["entry"] == eid and s["strength"] == "defining")
+    import re as _re
+    from generator.regexes import required_literals
+    line = " ".join(required_literals(sig["regex"])[:1])
+    fixed = a["fixed"]
+    below = a.get("introduced") or "1.0"
+    old = run_text(index, f"PyTorch version: {below}\n{line}\n")
+    new = run_text(index, f"PyTorch version: {fixed}\n{line}\n")
+    if old["primary"] and old["primary"]["id"] == eid:
+        assert any("in the affected range" in v and f"fixed by {fixed}" in v for v in old["versions"])
+    assert any("outside the affected range" in v for v in new["versions"]) or \
+        (new["primary"] or {}).get("id") != eid

@@ -1,0 +1,113 @@
+"""The in-browser diagnoser: cold start and throughput, next to the native CLI.
+
+    python bench/browser.py --size 200M
+
+Builds the site (mkdocs build), serves it on 127.0.0.1, opens /diagnose/ in
+Debian's Chromium (Playwright), and measures in one run:
+  * cold start: navigation to "ready" (Pyodide + engine wheel + index loaded), ms;
+  * in-browser throughput on a generated log (bench/loggen.py) of the given size;
+  * the native CLI on the same file, with one process and with one per core;
+and prints the ratios. Targets (issue 4): ready < 4 s; browser >= half the CLI.
+"""
+from __future__ import annotations
+
+import argparse
+import http.server
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "pyodide_app"))
+
+from bench.loggen import example_failures, generate, parse_size  # noqa: E402
+
+
+class Handler(http.server.SimpleHTTPRequestHandler):
+    extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map,
+                      ".wasm": "application/wasm", ".mjs": "text/javascript", ".js": "text/javascript"}
+
+    def log_message(self, *args):
+        pass
+
+
+def cli_seconds(index: Path, log: Path, jobs: int) -> float:
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "faildex_engine.cli", "--index", str(index), "--jobs", str(jobs),
+                    "--format", "json", str(log)], check=True, stdout=subprocess.DEVNULL, cwd=ROOT,
+                   env={"PYTHONPATH": str(ROOT / "pyodide_app"), "PATH": "/usr/bin:/bin"})
+    return time.perf_counter() - t
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--size", default="200M")
+    ap.add_argument("--runs", type=int, default=3, help="cold starts to measure")
+    args = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="faildex-browser-bench-"))
+    site = work / "site"
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "mkdocs", "build", "-q", "-d", str(site)], cwd=ROOT, check=True)
+    print(f"site built in {time.perf_counter() - t:.1f}s")
+    index = site / "assets" / "faildex" / "index.json"
+    entries = json.loads(index.read_text())["entries"]
+    failures = [f for f in ("cuda-out-of-memory", "nccl-watchdog-timeout", "elastic-child-failed") if f in entries]
+    log = work / "bench.log"
+    generate(log, parse_size(args.size), 0, example_failures(ROOT, failures))
+    size = log.stat().st_size
+
+    handler = lambda *a, **k: Handler(*a, directory=str(site), **k)  # noqa: E731
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/diagnose/"
+
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
+        starts = []
+        for _ in range(args.runs):
+            ctx = browser.new_context()
+            page = ctx.new_page()
+            t = time.perf_counter()
+            page.goto(url)
+            page.wait_for_selector("[data-testid=status][data-state=ready]", timeout=120_000)
+            starts.append((time.perf_counter() - t) * 1000)
+            ctx.close()
+        ctx = browser.new_context()
+        page = ctx.new_page()
+        page.goto(url)
+        page.wait_for_selector("[data-testid=status][data-state=ready]", timeout=120_000)
+        page.set_input_files("[data-testid=file-input]", str(log))
+        t = time.perf_counter()
+        page.click("[data-testid=diagnose]")
+        page.wait_for_selector("[data-testid=primary]", timeout=600_000)
+        wall = time.perf_counter() - t
+        primary = page.get_attribute("[data-testid=primary]", "data-entry-id")
+        engine_s = float(page.get_attribute("[data-testid=progress]", "data-engine-seconds"))
+        browser.close()
+    server.shutdown()
+
+    one = cli_seconds(index, log, 1)
+    cores = os.cpu_count() or 1
+    many = cli_seconds(index, log, cores)
+    mb = size / 1e6
+    b_mbs, one_mbs, many_mbs = mb / wall, mb / one, mb / many
+    print(f"log: {mb:.0f} MB with {', '.join(failures)}; browser primary={primary}")
+    print(f"cold start to ready: {', '.join(f'{s:.0f}' for s in starts)} ms "
+          f"(median {sorted(starts)[len(starts) // 2]:.0f} ms; target < 4000)")
+    print(f"browser           : {wall:6.2f} s {b_mbs:7.1f} MB/s (Python inside Pyodide: {engine_s:.2f} s)")
+    print(f"native CLI, 1 proc: {one:6.2f} s {one_mbs:7.1f} MB/s")
+    print(f"native CLI, {cores} procs: {many:6.2f} s {many_mbs:7.1f} MB/s")
+    print(f"ratio browser / CLI: {b_mbs / one_mbs:.2f} (1 proc), {b_mbs / many_mbs:.2f} (all cores); target >= 0.5")
+    log.unlink()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
