@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -111,3 +112,51 @@ def test_no_signature_backtracks_catastrophically(index):
                 slow.append(f"{sig['entry']}/{sig['id']}: {spent:.1f}s on a 1 MB adversarial line")
                 break
     assert not slow, "\n".join(slow)
+
+
+def test_300_mb_single_line_ending_in_the_error_in_bounded_memory(tmp_path, index):
+    """The CLI on a 300 MB line: the error at its end is found, peak RSS stays small."""
+    import os
+    import subprocess
+    import sys
+    path = tmp_path / "one-line.log"
+    with open(path, "wb") as fh:
+        block = b"\rEpoch 1:  12%|#2        | 1200/10000 [00:10<01:20, 110.0it/s]" * 16384
+        while fh.tell() < 300 << 20:
+            fh.write(block)
+        fh.write(b"\rtorch.distributed.elastic.rendezvous.api.RendezvousTimeoutError\n")
+    index_file = tmp_path / "index.json"
+    index_file.write_text(json.dumps(index))
+    out_file = tmp_path / "report.json"
+    with open(out_file, "wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "faildex_engine.cli", "--jobs", "1", "--index",
+                                 str(index_file), "--format", "json", str(path)], stdout=out,
+                                env={**os.environ,
+                                     "PYTHONPATH": str(Path(__file__).parent.parent / "pyodide_app")})
+        _, status, usage = os.wait4(proc.pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    r = json.loads(out_file.read_text())
+    assert r["primary"]["id"] == "torchrun-rendezvous-timeout"
+    assert r["inputs"][0]["lines"] == 1
+    assert usage.ru_maxrss * 1024 < 200e6, f"peak RSS {usage.ru_maxrss / 1024:.0f} MB"
+
+
+def test_unreadable_file_is_a_clear_input_error(tmp_path, monkeypatch):
+    import builtins
+    from faildex_engine import InputError, read_chunks
+    path = tmp_path / "secret.log"
+    path.write_text("x")
+    real_open = builtins.open
+
+    def deny(file, *a, **k):
+        if str(file) == str(path):
+            raise PermissionError(13, "Permission denied")
+        return real_open(file, *a, **k)
+
+    monkeypatch.setattr(builtins, "open", deny)
+    try:
+        list(read_chunks(str(path)))
+    except InputError as err:
+        assert str(err) == f"{path}: permission denied"
+    else:
+        raise AssertionError("no InputError")
