@@ -64,6 +64,7 @@ function onWorker(msg) {
       `${mb(msg.bytes)} MB in ${msg.seconds.toFixed(2)} s (${mb(rate)} MB/s)`;
     $("[data-testid=progress]").dataset.mbps = (rate / 1e6).toFixed(1);
     $("[data-testid=progress]").dataset.engineSeconds = (msg.engineSeconds || 0).toFixed(3);
+    $("[data-testid=progress]").dataset.workers = msg.workers || 1;
     renderReport(msg.report, false);
   } else if (msg.type === "cancelled") {
     finishRun();

@@ -1,14 +1,23 @@
 // faildex diagnoser worker: Pyodide and the engine, off the page's thread.
 //
-// Messages in:  {type: "scan", inputs: [{name, file} | {name, text}]}, {type: "cancel"}
-// Messages out: {type: "ready", ms}, {type: "progress", done, total, file},
-//               {type: "report", report, markdown, share}, {type: "cancelled"},
-//               {type: "error", message}
+// The page starts one worker (the main one). It starts up to three more of itself
+// as scanners: a large file is cut at line boundaries into one range per worker,
+// each range is scanned by its own Pyodide, and the main worker merges the parts
+// (faildex_engine.scan.merge_ranges, the same code the CLI's processes use).
+//
+// Page -> main:   {type: "scan", inputs: [{name, file} | {name, text}]}, {type: "cancel"}
+// Main -> page:   {type: "ready", ms}, {type: "progress", done, total, file},
+//                 {type: "report", report, markdown, share}, {type: "cancelled"},
+//                 {type: "error", message}
+// Main -> scanner: {type: "range", id, file, name, order, start, end, isLast}, {type: "cancel"}
+// Scanner -> main: {type: "ready"}, {type: "part-progress", id, done}, {type: "part", id, data}
 // Everything is loaded from this site's own origin; nothing leaves the machine.
 import { loadPyodide } from "../pyodide/pyodide.mjs";
 
 const HERE = new URL(".", import.meta.url);
 const CHUNK = 8 << 20;           // bytes handed to Python per call
+const PARALLEL_MIN = 64 << 20;   // smaller files are read by the main worker alone
+const IS_SCANNER = self.name === "faildex-scanner";
 const START_TIMEOUT_MS = 60000;  // loadPyodide hangs (not fails) when blocked by CSP
 
 let py = null;
@@ -18,15 +27,51 @@ let busy = false;
 
 const GLUE = `
 import json
+import pickle
+from pyodide.ffi import to_js
 from faildex_engine import Diagnosis, load_index
 from faildex_engine.render import to_markdown, redact
+from faildex_engine.scan import Plan, Source, merge_ranges
 
 _index = None
+_plan = None
 _d = None
+_part = None
+_parts = {}
 
 def init(index_text):
-    global _index
+    global _index, _plan
     _index = load_index(json.loads(index_text))
+    _plan = Plan(_index)
+
+# one range of a large file (any worker)
+def part_start(name, order, offset, prev):
+    global _part
+    _part = Source(name, order, _plan, offset=offset, prev_tail=prev.to_bytes())
+
+def part_feed(buf):
+    _part.feed(buf.to_bytes())
+
+def part_finish(is_last):
+    if is_last:
+        _part.close()
+    else:
+        _part.carry = b""   # the range ends just after a newline
+    _part.plan = None
+    return to_js(pickle.dumps(_part, protocol=5))
+
+# the main worker puts the parts back together
+def order_of(name):
+    return _d._source(name, False).order
+
+def part_adopt(name, k, buf):
+    _parts.setdefault(name, []).append((k, pickle.loads(buf.to_bytes())))
+
+def parts_merge(name):
+    parts = [p for _, p in sorted(_parts.pop(name), key=lambda kp: kp[0])]
+    merged = merge_ranges(parts)
+    merged.plan = _d.plan
+    _d.sources[name] = merged
 
 def start():
     global _d
@@ -68,10 +113,9 @@ async function boot() {
   await py.loadPackage(new URL(manifest.wheel, HERE).href, { messageCallback: () => {} });
   const indexText = await (await fetch(new URL(manifest.index, HERE))).text();
   py.runPython(GLUE);
-  api = {
-    init: py.globals.get("init"), start: py.globals.get("start"), feed: py.globals.get("feed"),
-    close: py.globals.get("close"), finish: py.globals.get("finish"),
-  };
+  api = {};
+  for (const f of ["init", "start", "feed", "close", "finish", "part_start", "part_feed", "part_finish",
+    "order_of", "part_adopt", "parts_merge"]) api[f] = py.globals.get(f);
   api.init(indexText);
   postMessage({ type: "ready", ms: Math.round(performance.now() - t0), pyodide: manifest.pyodide });
 }
@@ -124,7 +168,92 @@ async function scanGzip(input, report) {
   return true;
 }
 
+// ---------------------------------------------------------------- ranges of large files
+
+const scanners = [];        // {worker, ready}
+const pending = new Map();  // range id -> {resolve, onProgress}
+let nextRangeId = 0;
+
+function startScanners() {
+  const cores = self.navigator.hardwareConcurrency || 1;
+  for (let i = 0; i < Math.min(cores - 1, 3); i++) {
+    const w = new Worker(new URL("worker.js", import.meta.url), { type: "module", name: "faildex-scanner" });
+    const s = { worker: w, ready: false };
+    w.onmessage = (ev) => {
+      const m = ev.data;
+      if (m.type === "ready") s.ready = true;
+      else if (m.type === "part-progress") pending.get(m.id)?.onProgress(m.done);
+      else if (m.type === "part") { const p = pending.get(m.id); pending.delete(m.id); p?.resolve(m); }
+      else if (m.type === "error") { s.ready = false; s.error = m.message; }
+    };
+    scanners.push(s);
+  }
+}
+
+async function splitPoints(file, parts) {
+  const points = [0];
+  for (let i = 1; i < parts; i++) {
+    const at = Math.floor((file.size * i) / parts);
+    const probe = new Uint8Array(await file.slice(at, at + (4 << 20)).arrayBuffer());
+    const nl = probe.indexOf(10);
+    if (nl >= 0 && at + nl + 1 > points[points.length - 1] && at + nl + 1 < file.size) points.push(at + nl + 1);
+  }
+  points.push(file.size);
+  return points;
+}
+
+// Scan [start, end) of a file in this worker; returns the pickled part, or null if cancelled.
+async function scanRange(file, name, order, start, end, isLast, onProgress) {
+  const prev = new Uint8Array(await file.slice(Math.max(0, start - 8192), start).arrayBuffer());
+  api.part_start(name, order, start, prev);
+  for (let off = start; off < end; off += CHUNK) {
+    if (cancelled) return null;
+    const buf = new Uint8Array(await file.slice(off, Math.min(off + CHUNK, end)).arrayBuffer());
+    const t = performance.now();
+    api.part_feed(buf);
+    engineMs += performance.now() - t;
+    onProgress(Math.min(off + CHUNK, end) - start);
+  }
+  const proxy = api.part_finish(isLast);
+  return proxy;
+}
+
+async function scanParallel(input, report, helpers) {
+  const file = input.file;
+  const points = await splitPoints(file, helpers.length + 1);
+  const order = api.order_of(input.name);
+  const done = new Array(points.length - 1).fill(0);
+  const progress = (k) => (n) => { done[k] = n; report(done.reduce((a, b) => a + b, 0)); };
+  const jobs = [];
+  for (let k = 1; k < points.length - 1; k++) {
+    const id = nextRangeId++;
+    jobs.push(new Promise((resolve) => {
+      pending.set(id, { resolve, onProgress: progress(k) });
+      helpers[k - 1].worker.postMessage({ type: "range", id, file, name: input.name, order,
+        start: points[k], end: points[k + 1], isLast: k === points.length - 2 });
+    }));
+  }
+  const local = await scanRange(file, input.name, order, points[0], points[1], points.length === 2, progress(0));
+  const remote = await Promise.all(jobs);
+  if (cancelled || local === null || remote.some((m) => m.cancelled)) return false;
+  api.part_adopt(input.name, 0, local);
+  remote.forEach((m, i) => api.part_adopt(input.name, i + 1, m.data));
+  api.parts_merge(input.name);
+  return true;
+}
+
+async function onRange(m) {
+  await ready;
+  cancelled = false;
+  const data = await scanRange(m.file, m.name, m.order, m.start, m.end, m.isLast,
+    (done) => postMessage({ type: "part-progress", id: m.id, done }));
+  if (data === null) postMessage({ type: "part", id: m.id, cancelled: true });
+  else postMessage({ type: "part", id: m.id, data }, [data.buffer]);
+}
+
 async function scanFile(input, report) {
+  const helpers = scanners.filter((s) => s.ready);
+  if (helpers.length && input.file.size >= PARALLEL_MIN) return scanParallel(input, report, helpers);
   const file = input.file;
   for (let off = 0; off < file.size; off += CHUNK) {
     if (cancelled) return false;
@@ -167,7 +296,7 @@ async function scan(inputs) {
     }
     const out = JSON.parse(api.finish());
     postMessage({ type: "report", ...out, seconds: (performance.now() - t0) / 1000, bytes: total,
-                  engineSeconds: engineMs / 1000 });
+                  engineSeconds: engineMs / 1000, workers: 1 + scanners.filter((x) => x.ready).length });
   } finally {
     busy = false;
   }
@@ -175,9 +304,19 @@ async function scan(inputs) {
 
 onmessage = (ev) => {
   const msg = ev.data;
-  if (msg.type === "cancel") { if (busy) cancelled = true; return; }
+  if (msg.type === "cancel") {
+    if (busy || IS_SCANNER) cancelled = true;
+    for (const s of scanners) s.worker.postMessage({ type: "cancel" });
+    return;
+  }
   if (msg.type === "scan") {
     scan(msg.inputs).catch((err) =>
       postMessage({ type: "error", message: String(err && err.message || err) }));
   }
+  if (msg.type === "range") {
+    onRange(msg).catch((err) => postMessage({ type: "part", id: msg.id, cancelled: true, error: String(err) }));
+  }
 };
+
+// Scanners start once the main worker is ready, so that they do not slow its start.
+if (!IS_SCANNER) ready.then(startScanners, () => {});
