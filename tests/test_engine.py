@@ -297,22 +297,23 @@ def test_downstream_report_alone_names_itself_and_asks_for_the_cause(entries, in
     assert any(m["fact"] == "initiating_log" for m in r["missing"])
 
 
-def test_versions_decide(index):
-    """An entry with an affected range: the report says whether the log's version is in it."""
-    with_range = [(eid, e) for eid, e in index["entries"].items()
-                  if any(a["software"] == "pytorch" and a.get("fixed") for a in e["affects"])]
-    assert with_range, "no entry declares a PyTorch range with a fix"
-    eid, e = with_range[0]
-    a = next(a for a in e["affects"] if a["software"] == "pytorch" and a.get("fixed"))
-    sig = next(s for s in index["signatures"] if s["entry"] == eid and s["strength"] == "defining")
-    import re as _re
-    from generator.regexes import required_literals
-    line = " ".join(required_literals(sig["regex"])[:1])
-    fixed = a["fixed"]
-    below = a.get("introduced") or "1.0"
-    old = run_text(index, f"PyTorch version: {below}\n{line}\n")
-    new = run_text(index, f"PyTorch version: {fixed}\n{line}\n")
-    if old["primary"] and old["primary"]["id"] == eid:
-        assert any("in the affected range" in v and f"fixed by {fixed}" in v for v in old["versions"])
-    assert any("outside the affected range" in v for v in new["versions"]) or \
-        (new["primary"] or {}).get("id") != eid
+def test_versions_decide(entries, index):
+    """Entries that declare a PyTorch range with a fix: the report says whether the
+    version in the log is affected, and a version past the fix lowers the confidence."""
+    checked = 0
+    for e in entries:
+        for a in e.data.get("affects", []):
+            if a["software"] != "pytorch" or not a.get("fixed"):
+                continue
+            inside = a.get("introduced") or "1.13.0"
+            log = _example(entries, e.id)
+            old = run_text(index, f"PyTorch version: {inside}\n" + log)
+            new = run_text(index, f"PyTorch version: {a['fixed']}\n" + log)
+            assert old["primary"]["id"] == e.id
+            assert any(v.startswith(f"{e.id}: your PyTorch {inside} is in the affected range")
+                       and f"fixed by {a['fixed']}" in v for v in old["versions"]), old["versions"]
+            assert any(v.startswith(f"{e.id}: your PyTorch {a['fixed']} is outside") for v in new["versions"])
+            new_conf = new["primary"]["confidence"] if new["primary"] and new["primary"]["id"] == e.id else 0
+            assert new_conf < old["primary"]["confidence"]
+            checked += 1
+    assert checked, "no entry declares a PyTorch version range with a fix"

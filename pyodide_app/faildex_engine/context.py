@@ -38,6 +38,12 @@ PATTERNS: list[tuple[str, str, re.Pattern]] = [(f, k, re.compile(r)) for f, k, r
     ("launcher", "accelerate launch", r"(?P<v>accelerate launch)"),
     ("launcher", "srun", r"(?:^|\s)(?P<v>srun)[ :]"),
     ("launcher", "mpirun", r"(?P<v>mpirun)\b"),
+    # the launch command itself, when the log echoes it (bash -x, a job script's echo)
+    ("launch_command", "torchrun ", r"(?P<v>\btorchrun\s+--\S.{0,400})"),
+    ("launch_command", "torch.distributed.run ", r"(?P<v>\S*python\S* -m torch\.distributed\.(?:run|launch)\s+--\S.{0,400})"),
+    ("launch_command", "srun ", r"(?P<v>\bsrun\s+-\S.{0,400})"),
+    ("launch_command", "deepspeed ", r"(?P<v>\bdeepspeed\s+--\S.{0,400})"),
+    ("launch_command", "accelerate launch ", r"(?P<v>\baccelerate launch\s.{0,400})"),
     # torchrun's launch-config summary and flags
     ("nnodes", "min_nodes", r"min_nodes\s*: (?P<v>\d+)"),
     ("nnodes", "nnodes", r"--nnodes[= ](?P<v>\d+(?::\d+)?)"),

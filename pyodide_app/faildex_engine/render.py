@@ -142,6 +142,9 @@ def to_markdown(report: dict, redact_it: bool = False, site: str = SITE) -> str:
                                           "rdzv_backend", "rdzv_endpoint", "max_restarts") if k in facts]
     lines.append(f"| launcher | {_md_cell(' '.join(launch) or 'not in the log')} |")
     lines.append("")
+    if facts.get("launch_command"):
+        f = _fence(facts["launch_command"])
+        lines += ["### Launch command", "", f + "sh", facts["launch_command"], f, ""]
     if p and p.get("first_seen"):
         fs = p["first_seen"]
         lines += ["### Failing rank", "",
