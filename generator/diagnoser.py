@@ -104,9 +104,10 @@ def diagnoser_step(b) -> None:
     from .index import build_index
     entries = [v.entry for v in b.entries]
     index = build_index(b.root, entries)
-    cache = b.root / ".cache" / "diagnoser"
-    wheel = build_engine_wheel(b.root, cache)
-    pyodide_src = b.root / "node_modules" / "pyodide"
+    code = Path(__file__).resolve().parent.parent   # this checkout: engine, web files, npm
+    cache = code / ".cache" / "diagnoser"
+    wheel = build_engine_wheel(code, cache)
+    pyodide_src = code / "node_modules" / "pyodide"
     missing = [f for f in PYODIDE_FILES if not (pyodide_src / f).is_file()]
     if missing:
         raise AssetError(f"Pyodide runtime not found ({', '.join(missing)} missing in "
@@ -114,7 +115,7 @@ def diagnoser_step(b) -> None:
     for f in PYODIDE_FILES:
         b.add_file(f"assets/pyodide/{f}", pyodide_src / f)
     b.add_file(f"assets/faildex/{wheel.name}", wheel)
-    for p in sorted((b.root / "pyodide_app" / "web").glob("*")):
+    for p in sorted((code / "pyodide_app" / "web").glob("*")):
         if p.is_file():
             b.add_file(f"assets/faildex/{p.name}", p)
     b.add_text("assets/faildex/index.json", json.dumps(index, sort_keys=True, separators=(",", ":")))

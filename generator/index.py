@@ -62,7 +62,7 @@ def build_index(root: Path, entries) -> dict:
             "discriminators": [
                 {"signal": x["signal"], "here": x["here"], "elsewhere": x["elsewhere"]["entry"],
                  "elsewhere_when": x["elsewhere"]["when"], "fact": x.get("fact", ""),
-                 "here_pattern": x.get("here_pattern", "")}
+                 "here_pattern": x.get("here_pattern", ""), "compare": x.get("compare", "")}
                 for x in d.get("discriminators", [])],
             "related": d.get("related", []),
             "url": f"entries/{e.id}/",   # the entry page, relative to the site root

@@ -13,6 +13,8 @@ from typing import Any
 KEBAB = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"
 SNAKE = r"^[a-z][a-z0-9_]*$"
 VERSION = r"^[0-9]+(?:\.[0-9]+){0,3}$"
+# "<fact> <op> [<number> *] <fact>", for discriminators that compare two facts
+COMPARE = r"^[a-z][a-z0-9_]* (?:<|<=|>|>=) (?:[0-9]+(?:\.[0-9]+)? \* )?[a-z][a-z0-9_]*$"
 
 # The categories of the encyclopedia: folder name -> (title, what belongs there).
 CATEGORIES: dict[str, tuple[str, str]] = {
@@ -123,6 +125,11 @@ DISCRIMINATOR = Obj((
     F("here_pattern", Str(format="regex"),
       "With `fact`: a regex the fact's value matches when it is this entry. A value that does "
       "not match points at the `elsewhere` entry."),
+    F("compare", Str(pattern=COMPARE),
+      "Optional instead of fact/here_pattern: a comparison of two facts that holds when it is "
+      "this entry, e.g. `reserved_unallocated > tried` or `reserved_total > 2 * "
+      "allocated_by_pytorch`. Sizes with units (bytes, KiB, MiB, GiB, KB, MB, GB) and plain "
+      "numbers compare by value."),
 ))
 
 SIGNATURE = Obj((

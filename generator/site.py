@@ -37,7 +37,6 @@ from markupsafe import Markup, escape
 
 from . import schema as S
 from .loader import Entry, Problem
-from .regexes import required_literals
 
 REPO = Path(__file__).resolve().parent.parent
 TEMPLATE_DIR = REPO / "site_template"
@@ -134,8 +133,9 @@ def finalize(eval_ctx, value):
 
 
 def code_text(text) -> str:
-    """A command or log for a <pre> block: no colour codes, no trailing newline."""
-    return clean(text).rstrip("\n")
+    """A command or log for a <pre> block: no colour codes, no trailing blanks (Markdown
+    would strip those from blank lines anyway)."""
+    return "\n".join(ln.rstrip() for ln in clean(text).rstrip("\n").split("\n"))
 
 
 def front(text) -> Markup:
@@ -171,12 +171,61 @@ def url_host(url: str) -> str:
 
 @dataclass
 class Shown:
-    """How a signature is shown: the line it matches in an example, or its literal text."""
+    """How a signature is shown: the line it matches in an example (and the part of it
+    that matched), or the pattern written out as text."""
     id: str
     regex: str
     strength: str
     text: str
+    match: str
     from_example: bool
+
+
+def readable(pattern: str) -> str:
+    """A regex written out as the text it matches: literals as they are, the first of
+    several alternatives, named groups as <name>, anything variable as "…"."""
+    try:
+        from re import _constants as C, _parser as P  # type: ignore[attr-defined]
+    except ImportError:  # pragma: no cover
+        import sre_constants as C  # type: ignore[no-redef]
+        import sre_parse as P  # type: ignore[no-redef]
+    parsed = P.parse(pattern)
+    names = {i: n for n, i in parsed.state.groupdict.items()}
+
+    def is_space(op, av) -> bool:
+        return op is C.IN and all(o is C.CATEGORY and a is C.CATEGORY_SPACE for o, a in av)
+
+    def walk(items) -> str:
+        out: list[str] = []
+        for op, av in items:
+            if op is C.LITERAL:
+                out.append(chr(av))
+            elif op is C.IN and len(av) == 1 and av[0][0] is C.LITERAL:
+                out.append(chr(av[0][1]))
+            elif is_space(op, av):
+                out.append(" ")
+            elif op in (C.AT, C.ASSERT, C.ASSERT_NOT):
+                continue
+            elif op is C.SUBPATTERN:
+                group = av[0]
+                out.append(f"<{names[group]}>" if group in names else walk(av[-1]))
+            elif op in (C.MAX_REPEAT, C.MIN_REPEAT) or op is getattr(C, "POSSESSIVE_REPEAT", None):
+                lo, _, body = av
+                body = list(body)
+                single = len(body) == 1 and body[0][0] is not C.SUBPATTERN
+                if single and is_space(*body[0]):
+                    out.append(" ")
+                elif single and body[0][0] is not C.LITERAL:
+                    out.append(" … ")       # a run of variable characters
+                elif lo >= 1:
+                    out.append(walk(body))  # a required part, once
+            elif op is C.BRANCH:
+                out.append(walk(av[1][0]))
+            else:
+                out.append("…")
+        return re.sub(r"…(?:\s*…)+", "…", "".join(out))
+
+    return " ".join(walk(list(parsed)).split())
 
 
 @dataclass
@@ -243,7 +292,7 @@ class EntryView:
     def _example(self, ex: dict) -> dict:
         from .validate import example_text
         text = example_text(self.entry, ex) or ""
-        lines = [clean(ln) for ln in re.split(r"\r\n|\r|\n", text.rstrip("\n"))]
+        lines = [clean(ln).rstrip() for ln in re.split(r"\r\n|\r|\n", text.rstrip("\n"))]
         shown = [ln if len(ln) <= LINE_MAX_CHARS else ln[:LINE_MAX_CHARS] + " …" for ln in
                  lines[:EXAMPLE_MAX_LINES]]
         file_url = None
@@ -273,10 +322,12 @@ class EntryView:
             if len(text) > SHOWN_TEXT_MAX:
                 start = max(0, m.start() - (len(ln) - len(ln.lstrip())) - 40)
                 text = ("… " if start else "") + text[start:start + SHOWN_TEXT_MAX].rstrip() + " …"
-            return Shown(sig["id"], sig["regex"], sig["strength"], text, True)
-        lits = required_literals(sig["regex"])
-        text = " … ".join(lits[:3]) if lits else sig["regex"]
-        return Shown(sig["id"], sig["regex"], sig["strength"], text, False)
+            match = " ".join(m.group(0).split())
+            if len(match) > SHOWN_TEXT_MAX:
+                match = match[:SHOWN_TEXT_MAX].rstrip() + " …"
+            return Shown(sig["id"], sig["regex"], sig["strength"], text, match or text, True)
+        text = readable(sig["regex"]) or sig["regex"]
+        return Shown(sig["id"], sig["regex"], sig["strength"], text, text, False)
 
 
 def link_entries(views: list[EntryView]) -> None:
@@ -436,7 +487,7 @@ def index_pages(b: SiteBuild) -> None:
     for system in b.systems:
         b.render("system.md.j2", system.uri, system=system)
     rows = sorted(((s, v) for v in b.entries for s in v.defining),
-                  key=lambda sv: (sv[0].text.lower(), sv[1].id))
+                  key=lambda sv: (sv[0].match.lower(), sv[1].id))
     b.render("errors.md.j2", "errors.md", in_nav=True, rows=rows)
 
 
@@ -559,10 +610,50 @@ def api_entries(b: SiteBuild) -> dict:
 
 # ---------------------------------------------------------------- entry points
 
+PARALLEL_FROM = 200   # entries; below this one process reads them faster than a pool
+
+
+def _load_chunk(job: tuple[list[str], str]):
+    from .loader import load_entry
+    paths, root = job
+    return [load_entry(Path(p), Path(root)) for p in paths]
+
+
+def load_and_validate(root: Path, jobs: int | None = None,
+                      parallel_from: int = PARALLEL_FROM) -> tuple[list[Entry], list[Problem]]:
+    """validate.validate(root), with the YAML parsing (most of the build time for
+    thousands of entries) spread over processes. Same entries, same problems: a test
+    compares the two."""
+    import concurrent.futures
+    from .loader import entry_files
+    from .validate import validate, validate_entries
+    root = Path(root)
+    files = entry_files(root / "entries")
+    jobs = jobs or min(os.cpu_count() or 1, 16)
+    if jobs < 2 or len(files) < parallel_from:
+        return validate(root)
+    # The folder check of loader.load_all, then its per-file loading, in a pool.
+    problems = [Problem(str(p.relative_to(root)), 1, 1, "FDX030", "entry files end in .yaml: rename it")
+                for p in sorted((root / "entries").glob("*/*.yml"))]
+    chunks = [files[i::jobs * 4] for i in range(jobs * 4)]
+    with concurrent.futures.ProcessPoolExecutor(max_workers=jobs) as pool:
+        results = list(pool.map(_load_chunk, [([str(p) for p in c], str(root)) for c in chunks if c]))
+    loaded = {str(entry.path) if entry else f"!{n}": (entry, probs)
+              for n, (entry, probs) in enumerate(r for chunk in results for r in chunk)}
+    entries: list[Entry] = []
+    for entry, probs in loaded.values():
+        problems.extend(probs)
+        if entry:
+            entries.append(entry)
+    order = {str(p): i for i, p in enumerate(files)}
+    entries.sort(key=lambda e: order[str(e.path)])
+    problems += validate_entries(root, entries)
+    return entries, sorted(problems)
+
+
 def load_entries(root: Path) -> list[Entry]:
     """Load and validate; raise SiteError with every problem."""
-    from .validate import validate
-    entries, problems = validate(Path(root))
+    entries, problems = load_and_validate(Path(root))
     if problems:
         raise SiteError(problems)
     return entries

@@ -316,6 +316,9 @@ def check_discriminator_facts(entry: Entry, ctx: Context) -> Iterator[Problem]:
         if ("fact" in dis) != ("here_pattern" in dis):
             yield entry.problem(("discriminators", i), "FDX027",
                                 "`fact` and `here_pattern` go together: give both or neither")
+        if "compare" in dis and "fact" in dis:
+            yield entry.problem(("discriminators", i, "compare"), "FDX027",
+                                "give either `compare` or `fact`/`here_pattern`, not both")
 
 
 def _vkey(v: str) -> tuple:

@@ -6,7 +6,8 @@ Confidence is built from a few explainable parts, each named in `why`:
        context signatures (printed by healthy runs too) only add facts
  -0.25  for each other entry whose defining signature matched the same line
  +0.05 / -0.35  the version in the log is inside / outside the affected range
- +0.05 / -0.25  a machine-checkable discriminator agrees / points elsewhere
+ +0.05 / -0.25  a machine-checkable discriminator (a fact's pattern, or a comparison
+               of two facts) agrees / points elsewhere (+0.10 for that entry)
  -0.30  with --baseline: the line also appears in the good run
  x0.8   another independent failure was found and time cannot order the two
  cap 0.60 when the best match is a downstream report (the cause is not in the log)
@@ -26,6 +27,35 @@ MAX_TIMELINE = 300
 def version_tuple(v: str) -> tuple:
     nums = re.findall(r"\d+", v.split("+")[0])
     return tuple(int(x) for x in nums[:4])
+
+
+_UNITS = {"bytes": 1, "b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40,
+          "kb": 10 ** 3, "mb": 10 ** 6, "gb": 10 ** 9, "tb": 10 ** 12}
+_QUANTITY = re.compile(r"^\s*(-?[0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*$")
+_COMPARE = re.compile(r"^(\w+) (<=|>=|<|>) (?:([0-9.]+) \* )?(\w+)$")
+
+
+def quantity(value) -> float | None:
+    """'1.50 GiB' -> bytes; '600000' -> 600000.0; anything else -> None."""
+    m = _QUANTITY.match(str(value))
+    if not m:
+        return None
+    unit = m.group(2).lower()
+    if unit and unit not in _UNITS:
+        return None
+    return float(m.group(1)) * _UNITS.get(unit, 1)
+
+
+def compare(expr: str, facts: dict) -> bool | None:
+    """Evaluate a discriminator's `compare` over facts; None when a fact is missing."""
+    m = _COMPARE.match(expr)
+    if not m or m.group(1) not in facts or m.group(4) not in facts:
+        return None
+    left, right = quantity(facts[m.group(1)]), quantity(facts[m.group(4)])
+    if left is None or right is None:
+        return None
+    right *= float(m.group(3) or 1)
+    return {"<": left < right, "<=": left <= right, ">": left > right, ">=": left >= right}[m.group(2)]
 
 
 def _order_key(f: dict) -> tuple:
@@ -87,6 +117,7 @@ def build_report(index: dict, sources: list, baseline: list | None = None) -> di
     # ---- gather candidates
     cands: dict[str, Candidate] = {}
     line_owners: dict[tuple, set] = {}
+    seen_facts: dict = {}       # every named group of every finding (first value wins)
     for src in sources:
         for n, kept in src.findings.items():
             sig = sigs[n]
@@ -96,6 +127,8 @@ def build_report(index: dict, sources: list, baseline: list | None = None) -> di
                 f = dict(f, entry=sig["entry"], signature=sig["id"], strength=sig["strength"])
                 getattr(c, sig["strength"]).append(f)
                 c.facts.update(f["facts"])
+                for k, v in f["facts"].items():
+                    seen_facts.setdefault(k, v)
                 if sig["strength"] == "defining":
                     line_owners.setdefault((f["source"], f["line"]), set()).add(sig["entry"])
             if sig["strength"] in ("defining", "supporting"):
@@ -115,6 +148,7 @@ def build_report(index: dict, sources: list, baseline: list | None = None) -> di
 
     missing: dict[str, dict] = {}
     version_notes: list[str] = []
+    pointed: dict[str, int] = {}   # entries that another candidate's discriminators point at
 
     # ---- score
     for c in cands.values():
@@ -133,6 +167,8 @@ def build_report(index: dict, sources: list, baseline: list | None = None) -> di
         else:
             continue
         for a in c.meta.get("affects", []):
+            if not a.get("introduced") and not a.get("fixed"):
+                continue   # a note about versions, not a range
             fact = SOFTWARE_FACT.get(a["software"])
             name = SOFTWARE_NAME.get(a["software"], a["software"])
             rng = _range_text(a)
@@ -156,23 +192,27 @@ def build_report(index: dict, sources: list, baseline: list | None = None) -> di
                 note = f"your {name} {facts[fact]} is outside the affected range ({rng})"
             c.why.append(note)
             version_notes.append(f"{c.id}: {note}")
-        all_facts = dict(facts, **c.facts)
+        all_facts = dict(seen_facts, **facts, **c.facts)
         for d in c.meta.get("discriminators", []):
-            if not d.get("fact"):
+            if d.get("compare"):
+                verdict = compare(d["compare"], all_facts)
+                shown = d["compare"]
+            elif d.get("fact") and d["fact"] in all_facts:
+                value = str(all_facts[d["fact"]])
+                verdict = bool(re.search(d["here_pattern"], value))
+                shown = f"{d['fact']}={value}"
+            else:
                 continue
-            if d["fact"] not in all_facts:
+            if verdict is None:
                 continue
-            value = str(all_facts[d["fact"]])
-            if re.search(d["here_pattern"], value):
+            if verdict:
                 c.score += 0.05
-                c.why.append(f"{d['signal']}: {d['fact']}={value}, as expected here ({d['here']})")
+                c.why.append(f"{d['signal']}: {shown}, as expected here")
             else:
                 c.score -= 0.25
-                c.why.append(f"{d['signal']}: {d['fact']}={value} points at {d['elsewhere']} "
-                             f"({d['elsewhere_when']})")
-                other = cands.get(d["elsewhere"])
-                if other is not None and other.score:
-                    other.score += 0.1
+                c.why.append(f"{d['signal']}: {shown} does not hold, which points at "
+                             f"{d['elsewhere']} ({d['elsewhere_when']})")
+                pointed[d["elsewhere"]] = pointed.get(d["elsewhere"], 0) + 1
         if baseline_shapes is not None and c.first is not None:
             if shape(c.first["text"]) in baseline_shapes:
                 c.score -= 0.30
@@ -180,6 +220,12 @@ def build_report(index: dict, sources: list, baseline: list | None = None) -> di
             else:
                 c.score += 0.05
                 c.why.append("this line never appears in the good (baseline) run")
+
+    for eid, n in pointed.items():
+        other = cands.get(eid)
+        if other is not None and other.evidence:
+            other.score += 0.10 * n
+            other.why.append("a look-alike's discriminator points here")
 
     # Supporting lines are abnormal (the validator keeps them out of healthy output),
     # so they can make a low-confidence diagnosis on their own; context lines cannot.
