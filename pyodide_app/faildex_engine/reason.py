@@ -192,7 +192,7 @@ def build_report(index: dict, sources: list, baseline: list | None = None) -> di
                 note = f"your {name} {facts[fact]} is outside the affected range ({rng})"
             c.why.append(note)
             version_notes.append(f"{c.id}: {note}")
-        all_facts = dict(seen_facts, **facts, **c.facts)
+        all_facts = {**seen_facts, **facts, **c.facts}
         for d in c.meta.get("discriminators", []):
             if d.get("compare"):
                 verdict = compare(d["compare"], all_facts)
