@@ -201,11 +201,16 @@ def test_redaction_is_stable_and_complete():
     assert out.count("<host-1>") == 2
 
 
-def test_markdown_ticket_escapes_and_fences(index):
-    r = run_text(index, "```\n<script>alert(1)</script>\n" + TIMEOUT_LINE)
+def test_markdown_ticket_keeps_hostile_log_text_inert(index):
+    """A log line with backtick fences and HTML stays inside a code block of the ticket."""
+    import markdown
+    hostile = "```</code><script>alert(1)</script><img src=x onerror=alert(2)> ````"
+    r = run_text(index, hostile + "\n" + TIMEOUT_LINE)
     md = to_markdown(r)
-    assert "RendezvousTimeoutError" in md
-    assert "torch version" not in md.lower() or "not in the log" in md
+    html = markdown.markdown(md, extensions=["fenced_code", "tables"])
+    assert "<script>" not in html and "<img" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "RendezvousTimeoutError" in html
 
 
 def test_text_rendering_names_the_entry(index):
