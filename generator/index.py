@@ -65,6 +65,7 @@ def build_index(root: Path, entries) -> dict:
                  "here_pattern": x.get("here_pattern", ""), "compare": x.get("compare", "")}
                 for x in d.get("discriminators", [])],
             "related": d.get("related", []),
+            "refines": d.get("refines", []),
             "url": f"entries/{e.id}/",   # the entry page, relative to the site root
             # words of the entry, for "nearest entries" when nothing matched
             "keywords": sorted(_keywords(d)),

@@ -4,6 +4,7 @@ on_config   validate every entry (any problem: all are printed and the build sto
             before the site directory is touched), run BUILD_STEPS, set the nav.
 on_files    hand the generated pages and files to mkdocs (virtual files: nothing is
             written to a docs folder, nothing stale survives).
+on_page_content  put back the page's HTML blocks, kept out of Markdown's way.
 on_page_context  "Edit this page" opens the page's source: an entry page its YAML file.
 on_serve    `mkdocs serve` also watches entries/ and site_template/, so an edited
             entry re-renders on save.
@@ -83,6 +84,18 @@ def on_files(files, config):
             f = File.generated(config, out.uri, content=out.content, inclusion=inclusion)
         files.append(f)
     return files
+
+
+def on_page_content(html, page, config, files):
+    out = _build.files.get(page.file.src_uri) if _build else None
+    if out is None or not out.blocks:
+        return html
+    try:
+        html = out.fill(html)
+    except ValueError as err:
+        raise PluginError(str(err)) from None
+    out.blocks = []   # now in the page; thousands of pages are held until the build ends
+    return html
 
 
 def on_page_context(context, page, config, nav):

@@ -175,7 +175,15 @@ def backtracking_risks(pattern: str) -> list[str]:
                 for b in av[1]:
                     walk(list(b))
 
-    walk(list(P.parse(pattern)))
+    parsed = list(P.parse(pattern))
+    walk(parsed)
+    first = parsed[0] if parsed else None
+    while first is not None and first[0] is C.SUBPATTERN:
+        inner = list(first[1][-1])
+        first = inner[0] if inner else None
+    if first is not None and first[0] in (C.MAX_REPEAT, C.MIN_REPEAT) and first[1][1] > 50:
+        reasons.append("it starts with a long repeat, which the search retries at every "
+                       "position of the line: start with a literal, or anchor it with ^")
     if wide_unbounded > 1:
         reasons.append(f"{wide_unbounded} unbounded wildcards (.* / .+ / \\S+ / [^x]*): keep at "
                        f"most one, bound the others, e.g. .{{0,200}}")

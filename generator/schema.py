@@ -209,6 +209,9 @@ ENTRY = Obj((
       "True when this failure is usually the report of another one (ChildFailedError, a "
       "watchdog timeout on ranks that waited): the engine prefers a cause found elsewhere "
       "in the logs and names this entry only when there is none."),
+    F("refines", List(EntryRef(), unique=True),
+      "Entries this one is a special case of (an FSDP state-dict OOM is a CUDA OOM): when "
+      "their defining signatures match the same line, this entry is preferred."),
     F("symptoms", List(SYMPTOM, min_items=1), "What the user sees, and why.", required=True),
     F("signatures", List(SIGNATURE, min_items=1), "What the engine matches in logs.", required=True),
     F("affects", List(AFFECTS), "Version ranges where this failure happens."),

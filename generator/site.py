@@ -27,7 +27,7 @@ import posixpath
 import re
 import sys
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 from urllib.parse import urlsplit
@@ -133,9 +133,8 @@ def finalize(eval_ctx, value):
 
 
 def code_text(text) -> str:
-    """A command or log for a <pre> block: no colour codes, no trailing blanks (Markdown
-    would strip those from blank lines anyway)."""
-    return "\n".join(ln.rstrip() for ln in clean(text).rstrip("\n").split("\n"))
+    """A command or log for a <pre> block: no colour codes, no final newline."""
+    return clean(text).rstrip("\n")
 
 
 def front(text) -> Markup:
@@ -292,7 +291,7 @@ class EntryView:
     def _example(self, ex: dict) -> dict:
         from .validate import example_text
         text = example_text(self.entry, ex) or ""
-        lines = [clean(ln).rstrip() for ln in re.split(r"\r\n|\r|\n", text.rstrip("\n"))]
+        lines = [clean(ln) for ln in re.split(r"\r\n|\r|\n", text.rstrip("\n"))]
         shown = [ln if len(ln) <= LINE_MAX_CHARS else ln[:LINE_MAX_CHARS] + " …" for ln in
                  lines[:EXAMPLE_MAX_LINES]]
         file_url = None
@@ -318,11 +317,11 @@ class EntryView:
             # A line that starts in column 0 is the message itself; indented ones are
             # usually traceback source lines (`raise XError`).
             ln, m = next(((ln, m) for ln, m in hits if not ln[:1].isspace()), hits[0])
-            text = ln.strip()
+            text = ln
             if len(text) > SHOWN_TEXT_MAX:
-                start = max(0, m.start() - (len(ln) - len(ln.lstrip())) - 40)
+                start = max(0, m.start() - 40)
                 text = ("… " if start else "") + text[start:start + SHOWN_TEXT_MAX].rstrip() + " …"
-            match = " ".join(m.group(0).split())
+            match = m.group(0)
             if len(match) > SHOWN_TEXT_MAX:
                 match = match[:SHOWN_TEXT_MAX].rstrip() + " …"
             return Shown(sig["id"], sig["regex"], sig["strength"], text, match or text, True)
@@ -395,6 +394,9 @@ def relative_url(target: str, base: str) -> str:
 
 # ---------------------------------------------------------------- the build
 
+BLOCK = re.compile(r"<!--fdx-block-(\d+)-->")
+
+
 @dataclass
 class OutFile:
     uri: str                        # path in the docs tree, e.g. entries/<id>.md
@@ -402,6 +404,27 @@ class OutFile:
     abs_src_path: str | None = None  # or: a file on disk, copied as it is
     in_nav: bool = False
     edit_url: str | None = None     # where "Edit this page" goes (None: no button)
+    # HTML blocks of the page, set aside while Markdown runs (it would only parse them to
+    # pass them through: most of its time on an entry page); content holds a
+    # <!--fdx-block-N--> line in their place and the hook puts them back.
+    blocks: list = field(default_factory=list)
+
+    def fill(self, html: str) -> str:
+        """html with its block placeholders replaced (each must be there exactly once)."""
+        seen = []
+
+        def put(m):
+            seen.append(int(m.group(1)))
+            return self.blocks[int(m.group(1))]
+
+        out = BLOCK.sub(put, html)
+        if sorted(seen) != list(range(len(self.blocks))):
+            raise ValueError(f"{self.uri}: HTML block placeholders lost or repeated: {seen}")
+        return out
+
+    def markdown(self) -> str:
+        """The page as self-contained Markdown (blocks in place)."""
+        return self.fill(self.content) if self.blocks else self.content
 
 
 class SiteBuild:
@@ -444,12 +467,19 @@ class SiteBuild:
     def render(self, template: str, uri: str, *, in_nav: bool = False,
                edit_url: str | None = None, **ctx) -> str:
         here = page_url(uri, self.use_directory_urls)
+        blocks: list[str] = []
 
         def url(target: str) -> str:
             return relative_url(page_url(target, self.use_directory_urls), here)
 
-        text = self.env.get_template(template).render(site=self, url=url, **ctx)
+        def html(caller) -> Markup:
+            """{% call html() %}...{% endcall %}: an HTML block Markdown must not touch."""
+            blocks.append(str(caller()).strip("\n"))
+            return Markup(f"\n<!--fdx-block-{len(blocks) - 1}-->\n\n")
+
+        text = self.env.get_template(template).render(site=self, url=url, html=html, **ctx)
         self.add_text(uri, text, in_nav=in_nav, edit_url=edit_url)
+        self.files[uri].blocks = blocks
         return text
 
     def absolute(self, uri: str) -> str:
@@ -487,7 +517,7 @@ def index_pages(b: SiteBuild) -> None:
     for system in b.systems:
         b.render("system.md.j2", system.uri, system=system)
     rows = sorted(((s, v) for v in b.entries for s in v.defining),
-                  key=lambda sv: (sv[0].match.lower(), sv[1].id))
+                  key=lambda sv: (sv[0].match.strip().lower(), sv[1].id))
     b.render("errors.md.j2", "errors.md", in_nav=True, rows=rows)
 
 
@@ -656,6 +686,8 @@ def load_entries(root: Path) -> list[Entry]:
     entries, problems = load_and_validate(Path(root))
     if problems:
         raise SiteError(problems)
+    for e in entries:   # positions only serve problem messages: free them for large sites
+        e.positions, e.key_positions = {}, {}
     return entries
 
 
@@ -681,7 +713,7 @@ def write(b: SiteBuild, out: Path) -> None:
         elif isinstance(f.content, bytes):
             p.write_bytes(f.content)
         else:
-            p.write_text(f.content or "", encoding="utf-8")
+            p.write_text(f.markdown() or "", encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -188,6 +188,9 @@ def _links(entry: Entry) -> Iterator[tuple[tuple, str]]:
     for i, ex in enumerate(d.get("examples") or []):
         if isinstance(ex, dict) and isinstance(ex.get("expect"), str):
             yield ("examples", i, "expect"), ex["expect"]
+    for i, r in enumerate(d.get("refines") or []):
+        if isinstance(r, str):
+            yield ("refines", i), r
 
 
 def check_links_exist(entry: Entry, ctx: Context) -> Iterator[Problem]:

@@ -5,12 +5,15 @@ Confidence is built from a few explainable parts, each named in `why`:
   0.30  only supporting signatures matched (+0.1 per further one, at most 0.5);
        context signatures (printed by healthy runs too) only add facts
  -0.25  for each other entry whose defining signature matched the same line
+ +0.20  the entry refines another whose defining signature matched the same line
+ +0.05  per supporting line kind on other lines than the defining one (at most 2)
  +0.05 / -0.35  the version in the log is inside / outside the affected range
  +0.05 / -0.25  a machine-checkable discriminator (a fact's pattern, or a comparison
                of two facts) agrees / points elsewhere (+0.10 for that entry)
  -0.30  with --baseline: the line also appears in the good run
  x0.8   another independent failure was found and time cannot order the two
- cap 0.60 when the best match is a downstream report (the cause is not in the log)
+ x0.66, at most 0.60, when the best match is a downstream report (the cause is not in
+       the log); among downstream reports the strongest is named, then the earliest
 """
 from __future__ import annotations
 
@@ -156,11 +159,22 @@ def build_report(index: dict, sources: list, baseline: list | None = None) -> di
             c.score = 0.90
             first = c.first
             c.why.append(f"defining line at {_loc(first)}")
+            owners = set().union(*(line_owners.get((f["source"], f["line"]), set()) for f in c.defining))
             shared = max(len(line_owners.get((f["source"], f["line"]), ())) for f in c.defining)
             if shared > 1:
                 c.score -= 0.25 * (shared - 1)
                 c.why.append(f"the same line also defines {shared - 1} other entr"
                              f"{'y' if shared == 2 else 'ies'}")
+                general = [o for o in owners if o in c.meta.get("refines", [])]
+                if general:
+                    c.score += 0.20
+                    c.why.append(f"a special case of {', '.join(sorted(general))}")
+            defining_lines = {(f["source"], f["line"]) for f in c.defining}
+            extra = {f["signature"] for f in c.supporting
+                     if (f["source"], f["line"]) not in defining_lines}
+            if extra:
+                c.score += 0.05 * min(len(extra), 2)
+                c.why.append(f"{len(extra)} corroborating line kind(s)")
         elif c.supporting:
             c.score = min(0.5, 0.3 + 0.1 * (len(c.sig_ids) - 1))
             c.why.append(f"only supporting lines ({len(c.sig_ids)} kind(s)), first at {_loc(c.first)}")
@@ -252,9 +266,13 @@ def build_report(index: dict, sources: list, baseline: list | None = None) -> di
             if later:
                 primary.why.append("earliest of %d independent failures" % (len(later) + 1))
     elif scored:
-        primary = max(scored, key=lambda c: (c.score, -_order_key(c.first)[1], c.id))
+        # Only reports of a failure whose cause is not in the logs (or only supporting
+        # lines): name the strongest, the earliest of equals.
+        best = max(c.score for c in scored)
+        contenders = [c for c in scored if c.score >= best - 0.005]
+        primary = min(contenders, key=lambda c: (_order_key(c.first), -c.score, c.id))
         if primary.meta["downstream"]:
-            primary.score = min(primary.score, 0.60)
+            primary.score = min(primary.score * 0.66, 0.60)
             primary.why.append("this is a downstream report: the failure that caused it is not in "
                                "these logs")
             missing.setdefault("initiating_log", {
