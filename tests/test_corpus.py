@@ -56,5 +56,5 @@ def test_corpus_accuracy(index):
     summary = (f"corpus: {n} logs, top-1 {top1 / n:.1%}, top-3 {top3 / n:.1%}, "
                f"false positives {len(false_pos)}")
     print("\n" + summary + "\n" + "\n".join(rows))
-    assert not false_pos, summary + "\n" + "\n".join(false_pos)
+    assert not false_pos, summary + "\n" + "\n".join(false_pos) + "\nmisses:\n" + "\n".join(rows)
     assert top1 / n >= TOP1_MIN and top3 / n >= TOP3_MIN, summary + "\nmisses:\n" + "\n".join(rows)
