@@ -266,10 +266,13 @@ def build_report(index: dict, sources: list, baseline: list | None = None) -> di
             if later:
                 primary.why.append("earliest of %d independent failures" % (len(later) + 1))
     elif scored:
-        # Only reports of a failure whose cause is not in the logs (or only supporting
-        # lines): name the strongest, the earliest of equals.
-        best = max(c.score for c in scored)
-        contenders = [c for c in scored if c.score >= best - 0.005]
+        # No defining line of a cause. A possible cause (supporting lines of an entry
+        # that is not a downstream report) still beats a report whose cause is
+        # missing; among equals, the earliest.
+        possible = [c for c in scored if not c.meta["downstream"]]
+        pool = possible or scored
+        best = max(c.score for c in pool)
+        contenders = [c for c in pool if c.score >= best - 0.005]
         primary = min(contenders, key=lambda c: (_order_key(c.first), -c.score, c.id))
         if primary.meta["downstream"]:
             primary.score = min(primary.score * 0.66, 0.60)
@@ -287,7 +290,7 @@ def build_report(index: dict, sources: list, baseline: list | None = None) -> di
             if c is primary:
                 continue
             role_collateral = c.meta["downstream"] or (
-                not c.defining and primary.defining)
+                not c.defining and primary.defining and not primary.meta["downstream"])
             later = _comparable(c.first, primary.first) and _order_key(c.first) > _order_key(primary.first)
             if role_collateral:
                 collateral.append(c)
