@@ -1,7 +1,8 @@
 """No filler: a generated sentence of eight or more words that appears on more than a
 quarter of the entry pages fails, naming the sentence and the pages.
 
-Headings, table headers, field labels and code blocks are not sentences. Template
+Headings, table headers, field labels, link text (titles of other entries and of
+references) and code blocks are not sentences. Template
 text counts like entry text: a sentence the template writes on every page is filler
 too, so templates use labels.
 """
@@ -20,8 +21,8 @@ MIN_WORDS = 8
 MAX_SHARE = 0.25
 
 NOT_PROSE_TAGS = {"h1", "h2", "h3", "h4", "h5", "h6", "th", "pre", "script", "style", "svg",
-                  "button", "select", "option", "input", "label"}
-LABEL_CLASSES = {"fdx-label", "fdx-sev", "headerlink", "admonition-title", "md-content__button",
+                  "button", "select", "option", "input", "label", "a"}
+LABEL_CLASSES = {"fdx-label", "fdx-sev", "fdx-regex", "headerlink", "admonition-title", "md-content__button",
                  "md-button"}
 BLOCK_TAGS = {"p", "li", "td", "dd", "dt", "div", "figcaption", "blockquote", "tr", "ul", "ol",
               "dl", "figure", "section", "article", "table", "tbody", "thead", "details",
@@ -121,6 +122,7 @@ def test_headings_labels_and_code_are_not_sentences():
         "<table><tr><th>What the user sees when it fails in this way</th></tr>"
         "<tr><td>Short cell.</td><td>Another cell that is long enough to be a sentence here.</td></tr></table>"
         "<pre>a log line with many words in it, which is not prose at all</pre>"
+        "<ul><li><a href='x'>Title of another entry that is long enough to count</a></li></ul>"
         "<p>First sentence has exactly eight words in it. Second one is short.</p></article>")
     assert sentences(doc) == {"Another cell that is long enough to be a sentence here.",
                               "First sentence has exactly eight words in it."}
@@ -138,7 +140,7 @@ def test_template_boilerplate_is_caught(tmp_path):
     b = G.build(root, template_dir=templates)
     pages = {}
     for v in b.entries:
-        text = b.files[v.uri].content.split("\n---\n", 1)[1]
+        text = b.files[v.uri].markdown().split("\n---\n", 1)[1]
         html = markdown.markdown(text, extensions=["toc", "admonition", "tables"])
         pages[v.id] = sentences(parse_html(f"<article>{html}</article>"))
     found = find_filler(pages)

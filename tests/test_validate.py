@@ -82,7 +82,7 @@ REL = "entries/rendezvous/torchrun-rendezvous-timeout.yaml"
     ("regex: 'RendezvousTimeoutError'", "regex: 'RendezvousTimeoutError('", "FDX014", "regex: 'Rendezvous"),
     ("url: https://docs.pytorch.org/docs/stable/elastic/run.html", "url: ftp://docs.pytorch.org/x",
      "FDX015", "url: ftp"),
-    ("regex: 'RendezvousTimeoutError'", "regex: 'Traceback'", "FDX016", "regex: 'Traceback'"),
+    ("regex: 'RendezvousTimeoutError'", "regex: 'Using network IB'", "FDX016", "regex: 'Using network IB'"),
     ("regex: 'RendezvousTimeoutError'", "regex: '(?i)rendezvoustimeouterror'", "FDX031", "regex: '(?i)"),
     ("regex: 'RendezvousTimeoutError'", "regex: '(Rendezvous+)+TimeoutError'", "FDX018", "regex: '(Rend"),
     ("regex: 'RendezvousTimeoutError'", "regex: 'RendezvousTimeoutErrorXYZ'", "FDX020", "regex: 'RendezvousTimeoutErrorXYZ'"),
@@ -144,7 +144,7 @@ def test_billion_laughs_is_refused_fast(checkout):
 
 
 def test_huge_entry_file_is_refused(checkout):
-    (checkout / "entries" / "rendezvous" / "huge.yaml").write_text("id: huge\n" + "# x\n" * (13 << 20 // 4))
+    (checkout / "entries" / "rendezvous" / "huge.yaml").write_text("id: huge\n" + "# x\n" * ((13 << 20) // 4))
     got = problems(checkout)
     assert any(g.startswith("entries/rendezvous/huge.yaml:1:1: FDX023") for g in got), got
 
@@ -152,7 +152,7 @@ def test_huge_entry_file_is_refused(checkout):
 def test_non_utf8_entry_file(checkout):
     (checkout / "entries" / "rendezvous" / "latin.yaml").write_bytes(b"id: latin\ntitle: caf\xe9\n")
     got = problems(checkout)
-    assert any(g.startswith("entries/rendezvous/latin.yaml:2:10: FDX024") for g in got), got
+    assert any(g.startswith("entries/rendezvous/latin.yaml:2:11: FDX024") for g in got), got
 
 
 def test_not_a_mapping(checkout):
