@@ -73,7 +73,9 @@ def example_logs(entries) -> list[dict]:
 
 _ASSET_REF = re.compile(
     r"""<(?:script|img|iframe|source|audio|video|embed)\b[^>]*?\bsrc\s*=\s*["']?(https?:)?//"""
-    r"""|<link\b[^>]*?\bhref\s*=\s*["']?(https?:)?//"""
+    # <link> loads something only for these rels (canonical, alternate... are just links)
+    r"""|<link\b(?=[^>]*\brel\s*=\s*["']?(?:stylesheet|preload|modulepreload|prefetch|icon|"""
+    r"""shortcut icon|manifest|preconnect|dns-prefetch|apple-touch-icon)\b)[^>]*?\bhref\s*=\s*["']?(https?:)?//"""
     r"""|@import\s+(?:url\()?["']?(https?:)?//"""
     r"""|url\(\s*["']?(https?:)?//"""
     r"""|\bimport\s*\(?\s*["'](https?:)?//"""

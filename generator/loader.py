@@ -104,14 +104,36 @@ def _mark(err) -> tuple[int, int]:
     return (mark.line + 1, mark.column + 1)
 
 
+try:  # PyYAML (an mkdocs dependency) with libyaml: a C event scanner, ~30x faster
+    import yaml as _pyyaml
+    _C_SCAN = bool(getattr(_pyyaml, "__with_libyaml__", False))
+except ImportError:  # pragma: no cover
+    _pyyaml, _C_SCAN = None, False
+
+
+def _surely_no_alias(text: str) -> bool:
+    """True when libyaml parses the whole text and meets no alias. Anything else (an
+    alias, a syntax error, no libyaml) leaves the decision to ruamel's own pass below."""
+    if "*" not in text:
+        return True  # an alias always starts with *
+    if not _C_SCAN:
+        return False
+    try:
+        return not any(isinstance(ev, _pyyaml.AliasEvent)
+                       for ev in _pyyaml.parse(text, Loader=_pyyaml.CSafeLoader))
+    except Exception:
+        return False
+
+
 def read_yaml_text(text: str, rel: str) -> tuple[object, dict, dict, list[Problem]]:
     """Parse YAML text; return (data, positions, key_positions, problems)."""
     yaml = YAML(typ="rt")
     yaml.allow_duplicate_keys = False
     # Refuse aliases before constructing anything: no expansion bombs, and an entry
-    # stays readable on its own.
+    # stays readable on its own. (The pure-Python event pass costs as much as the load
+    # itself, so it runs only when the C scan cannot rule aliases out.)
     try:
-        for event in yaml.parse(io.StringIO(text)):
+        for event in ([] if _surely_no_alias(text) else yaml.parse(io.StringIO(text))):
             if isinstance(event, AliasEvent):
                 line, col = event.start_mark.line + 1, event.start_mark.column + 1
                 return None, {}, {}, [Problem(rel, line, col, "FDX022",

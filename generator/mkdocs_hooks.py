@@ -33,14 +33,24 @@ if str(_REPO) not in sys.path:
 from mkdocs.exceptions import PluginError  # noqa: E402
 from mkdocs.structure.files import File, InclusionLevel  # noqa: E402
 
-from generator import site  # noqa: E402
+from generator import diagnoser, site  # noqa: E402
 
 log = logging.getLogger("mkdocs.faildex")
 
 # Run in order after the entries validated; each adds pages or files to the build.
-BUILD_STEPS: list[Callable[[site.SiteBuild], None]] = list(site.STEPS)
+BUILD_STEPS: list[Callable[[site.SiteBuild], None]] = list(site.STEPS) + [diagnoser.diagnoser_step]
 # Run after mkdocs wrote the site: (SiteBuild, site_dir).
-POST_BUILD_STEPS: list[Callable[[site.SiteBuild, Path], None]] = []
+def _same_origin_only(b: site.SiteBuild, site_dir: Path) -> None:
+    """Nothing in the published site may load from another origin (the diagnoser's
+    promise that no byte of a log leaves the machine starts here)."""
+    bad = diagnoser.check_same_origin(site_dir)
+    if bad:
+        for line in bad:
+            log.error(line)
+        raise PluginError(f"{len(bad)} asset reference(s) point off-origin")
+
+
+POST_BUILD_STEPS: list[Callable[[site.SiteBuild, Path], None]] = [_same_origin_only]
 
 _build: site.SiteBuild | None = None
 

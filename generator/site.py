@@ -10,10 +10,11 @@ generator/mkdocs_hooks.py; `python -m generator.site --out DIR` writes the same
 files to DIR to read or diff them.
 
 Entry text comes from strangers' pull requests, so it never goes through
-Markdown: every value is HTML-escaped (Jinja2 autoescape) inside raw HTML
-blocks, and `backticks` are the only markup recognised in prose. The
-Markdown itself carries only the fixed headings, so the table of contents and
-the anchors are the same on every entry page.
+Markdown: every value is HTML-escaped (Jinja2 autoescape) inside HTML blocks
+that are set aside while Markdown runs and put back afterwards (OutFile.blocks),
+and `backticks` are the only markup recognised in prose. The Markdown itself
+carries only the fixed headings, so the table of contents and the anchors are
+the same on every entry page.
 
 Build steps (STEPS) each add pages or files to a SiteBuild; the mkdocs hook
 runs them in order and more can be appended there.
@@ -68,7 +69,7 @@ ENTRY_SECTIONS: list[tuple[str, str, str | None]] = [
     ("Prevent", "prevent", None),
     ("Look-alikes", "look-alikes", "discriminators"),
     ("What this is not", "what-this-is-not", "not_this"),
-    ("Related", "related", "related"),
+    ("Related", "related", "related"),            # or another entry lists this one
     ("Versions affected", "versions-affected", "affects"),
     ("References", "references", None),
     ("Questions and answers", "questions-and-answers", None),
@@ -123,8 +124,8 @@ def prose(text) -> Markup:
 @jinja2.pass_eval_context
 def finalize(eval_ctx, value):
     """Every {{ value }} in a page template: HTML-escaped, and backticks too, so that a
-    line of entry text can never open a Markdown code fence (fences are found before
-    raw HTML blocks are set aside). Plain-text templates turn autoescape off."""
+    line of entry text could not open a Markdown code fence even if it reached
+    Markdown. Plain-text templates (llms.txt) turn autoescape off."""
     if value is None:
         return ""
     if isinstance(value, Markup) or not eval_ctx.autoescape:
@@ -145,11 +146,9 @@ def front(text) -> Markup:
 def first_sentence(text) -> str:
     """The first sentence of prose (abbreviations such as e.g. do not end it)."""
     text = " ".join(clean(text).split())
-    pos = 0
     for m in re.finditer(r"[.!?](?=\s+[A-Z0-9`\"'(])", text):
-        if _ABBREV.search(text[pos:m.end()][-8:]):
-            continue
-        return text[:m.end()]
+        if not _ABBREV.search(text[max(0, m.end() - 8):m.end()]):
+            return text[:m.end()]
     return text
 
 
@@ -285,7 +284,7 @@ class EntryView:
     def lead_text(self) -> str:
         """The error text a reader would paste into a search box."""
         sigs = self.defining or self.signatures
-        text = sigs[0].text
+        text = " ".join(sigs[0].match.split())
         return text if len(text) <= 100 else text[:99].rstrip() + "…"
 
     def _example(self, ex: dict) -> dict:
@@ -725,7 +724,12 @@ def main(argv: list[str] | None = None) -> int:
                     help="where to write the generated docs tree (default: .cache/docs)")
     args = ap.parse_args(argv)
     try:
-        b = build(Path(args.root))
+        import yaml
+        site_url = yaml.safe_load((REPO / "mkdocs.yml").read_text(encoding="utf-8")).get("site_url")
+    except Exception:
+        site_url = None
+    try:
+        b = build(Path(args.root), site_url=site_url)
     except SiteError as err:
         print(err.report(), file=sys.stderr)
         print(err, file=sys.stderr)
