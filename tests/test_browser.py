@@ -197,6 +197,7 @@ def test_markdown_is_redacted_and_share_link_reopens(page, entries, chromium, or
     for secret in ("alice", "gpu-a17", "hf_aaaa"):
         assert secret not in md
     page.click("[data-testid=share]")
+    page.wait_for_function("() => document.querySelector('[data-testid=share-url]').value !== ''")
     url = page.input_value("[data-testid=share-url]")
     assert url.startswith(f"{origin}/diagnose/#share=")
     other = chromium.new_page()
