@@ -41,7 +41,7 @@ def build_index(root: Path, entries) -> dict:
             sigs.append({"entry": e.id, "id": s["id"], "regex": s["regex"],
                          "strength": s["strength"], "literal": lits[0] if lits else ""})
     required["generic/ERROR"] = ["ERROR"]
-    anchors, assigned = choose_anchors(required, healthy, extra=GENERIC_ANCHORS)
+    anchors, finds, assigned = choose_anchors(required, healthy, extra=GENERIC_ANCHORS)
     for s in sigs:
         s["anchor"] = assigned[f"{s['entry']}/{s['id']}"]
     out_entries = {}
@@ -70,7 +70,7 @@ def build_index(root: Path, entries) -> dict:
             # words of the entry, for "nearest entries" when nothing matched
             "keywords": sorted(_keywords(d)),
         }
-    body = {"faildex_index": INDEX_FORMAT, "find_anchors": list(GENERIC_ANCHORS),
+    body = {"faildex_index": INDEX_FORMAT, "find_anchors": finds,
             "alt_anchors": anchors, "signatures": sigs, "entries": out_entries}
     digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
     body["digest"] = digest

@@ -191,18 +191,22 @@ def backtracking_risks(pattern: str) -> list[str]:
 
 
 def choose_anchors(required: dict[str, list[str]], healthy_text: str = "",
-                   extra: tuple[str, ...] = ()) -> tuple[list[str], dict[str, str]]:
+                   extra: tuple[str, ...] = ()) -> tuple[list[str], list[str], dict[str, str]]:
     """Pick the literal anchors of the engine's prefilter; each pattern contains one.
 
-    The engine finds candidate lines in two kinds of pass over raw bytes:
-    `extra` anchors (e.g. "rror") each get a bytes.find pass (~1 GB/s); all other
-    anchors form ONE regex alternation, whose C search loop skips every byte that
-    cannot start an alternative. So the alternation is fast when its anchors start
-    with characters that are rare in logs ("Watchdog", "UDA out", "Xid") and slow
-    when one starts with a common letter. Greedy set cover over the substrings of
-    each pattern's required literals, costed by first-character frequency and by
-    how often the anchor occurs in healthy output (each hit is a candidate line to
-    decode and test). Returns (alternation anchors, key -> anchor).
+    The engine finds candidate lines in two kinds of pass over raw bytes: each
+    "find" anchor gets a bytes.find pass of its own (~1 GB/s, about 1 ms per MB),
+    and all "alternation" anchors share ONE compiled regex nested by prefix, whose
+    C loop skips every byte that cannot start an anchor. The alternation's cost is
+    set by its distinct first characters: a rare one ("W", "_", "(") is nearly
+    free, a common letter ("i", "m") makes the loop stop at every few bytes and
+    costs more than several find passes. Greedy set cover over the substrings of
+    each pattern's required literals; each candidate is costed both ways (in
+    units of one find pass) and placed where it is cheaper. Anchors that occur in
+    healthy output cost extra: each hit is a candidate line to decode and test.
+
+    `extra` anchors always get a find pass. Returns (alternation anchors, find
+    anchors including extra, key -> anchor).
     """
     candidates: dict[str, set[str]] = {}
     for key, lits in required.items():
@@ -217,8 +221,9 @@ def choose_anchors(required: dict[str, list[str]], healthy_text: str = "",
     sample_mb = len(sample) / 1e6
     char_freq: dict[str, float] = {}
     hits: dict[str, float] = {}
+    used_first: set[str] = set()
 
-    def cost(sub: str) -> float:
+    def costs(sub: str) -> tuple[float, str]:
         c = sub[0]
         if c not in char_freq:
             # floor: a character absent from the small sample is still not free
@@ -226,10 +231,17 @@ def choose_anchors(required: dict[str, list[str]], healthy_text: str = "",
         if sub not in hits:
             hits[sub] = sample.count(sub) / sample_mb
         short = 0.1 * (7 - len(sub)) if len(sub) < 7 else 0.0
-        return 0.2 + 150 * char_freq[c] + 0.02 * hits[sub] + short
+        # Plain lowercase words ("f the", "quire") are everywhere in real logs (warnings,
+        # tracebacks) even where the small healthy sample has none of them.
+        plain = 1.0 if len(sub) < 10 and all(ch.islower() or ch == " " for ch in sub) else 0.0
+        common = 0.02 * hits[sub] + short + plain
+        alt = 0.2 + (0.05 if c in used_first else 100 * char_freq[c])
+        find = 1.0 + 0.05 * max(0, 12 - len(sub))   # longer needles skip faster
+        return (alt + common, "alt") if alt <= find else (find + common, "find")
 
     uncovered = {k for k, lits in required.items() if any(len(x) >= MIN_ANCHOR for x in lits)}
-    anchors: list[str] = []
+    alt_anchors: list[str] = []
+    find_anchors: list[str] = list(extra)
     assigned: dict[str, str] = {}
     for a in extra:
         for key in list(uncovered):
@@ -239,10 +251,14 @@ def choose_anchors(required: dict[str, list[str]], healthy_text: str = "",
     while uncovered:
         best = max(
             (s for s in candidates if candidates[s] & uncovered),
-            key=lambda s: (len(candidates[s] & uncovered) / cost(s), len(s), s),
+            key=lambda s: (len(candidates[s] & uncovered) / costs(s)[0], len(s), s),
         )
-        anchors.append(best)
+        if costs(best)[1] == "alt":
+            alt_anchors.append(best)
+            used_first.add(best[0])
+        else:
+            find_anchors.append(best)
         for key in candidates[best] & uncovered:
             assigned[key] = best
         uncovered -= candidates[best]
-    return sorted(anchors), assigned
+    return sorted(alt_anchors), find_anchors, assigned

@@ -49,8 +49,8 @@ class Plan:
         if baseline_mode:
             alt += [a for a in BASELINE_ANCHORS if a not in alt and a not in find]
         self.find_anchors = [a.encode() for a in find]
-        alt_bytes = sorted({a.encode() for a in alt}, key=lambda b: (-len(b), b))
-        self.alt_rx = re.compile(b"|".join(re.escape(a) for a in alt_bytes)) if alt_bytes else None
+        alt_bytes = sorted({a.encode() for a in alt})
+        self.alt_rx = re.compile(_trie(alt_bytes)) if alt_bytes else None
         self.all_anchors = [a.encode() for a in find + alt]
         pos = {a: i for i, a in enumerate(find + alt)}
         self.sigs_by_anchor: dict[int, list] = {i: [] for i in range(len(pos))}
@@ -304,6 +304,28 @@ class Source:
         m = _EXCEPTION.match(rest)
         if m and m.group("name") not in ("ChildFailedError",):
             self.last_exception = self._attach_context(self._where(line_no, text, meta), buf, start, stop)
+
+
+def _trie(words: list[bytes]) -> bytes:
+    """One regex for many literals, nested by shared prefix (A(?:ssert|ttempt)|C...).
+
+    re tries the alternatives of a flat alternation one after another at every
+    position whose byte starts any of them; nesting by prefix makes that one test
+    per byte of input, which more than doubles the scan speed with ~100 anchors.
+    A word that is a prefix of another is enough on its own: any hit only marks a
+    candidate line, whose anchors are then checked one by one."""
+    groups: dict[bytes, list[bytes]] = {}
+    for w in words:
+        groups.setdefault(w[:1], []).append(w[1:])
+    parts = []
+    for first, rests in sorted(groups.items()):
+        if b"" in rests:
+            parts.append(re.escape(first))
+        elif len(rests) == 1:
+            parts.append(re.escape(first + rests[0]))
+        else:
+            parts.append(re.escape(first) + b"(?:" + _trie(rests) + b")")
+    return b"|".join(parts)
 
 
 def _segment(buf: bytes, pos: int) -> tuple[int, int]:
