@@ -23,6 +23,7 @@ Codes
                                       FDX030 wrong file extension
                                       FDX031 case-insensitive signature
                                       FDX032 version range is empty
+                                      FDX033 look-alike not linked back
 """
 from __future__ import annotations
 
@@ -369,9 +370,32 @@ def check_duplicate_ids(entries: list[Entry]) -> Iterator[Problem]:
             first[eid] = e
 
 
+def check_lookalikes_link_back(entries: list[Entry]) -> Iterator[Problem]:
+    """A discriminator A -> B needs B -> A (a discriminator or a not_this): a reader who
+    lands on either page must learn how to tell the two apart."""
+    by_id = {e.id: e for e in entries}
+
+    def mentions(e: Entry) -> set:
+        d = e.data
+        out = {x["elsewhere"].get("entry") for x in d.get("discriminators") or []
+               if isinstance(x, dict) and isinstance(x.get("elsewhere"), dict)}
+        out |= {x.get("entry") for x in d.get("not_this") or [] if isinstance(x, dict)}
+        return out
+
+    for e in entries:
+        for i, x in enumerate(e.data.get("discriminators") or []):
+            if not (isinstance(x, dict) and isinstance(x.get("elsewhere"), dict)):
+                continue
+            other = by_id.get(x["elsewhere"].get("entry"))
+            if other is not None and e.id not in mentions(other):
+                yield e.problem(("discriminators", i, "elsewhere", "entry"), "FDX033",
+                                f"{other.id} has no discriminator or not_this pointing back to "
+                                f"{e.id}: add one to {other.rel} (look-alikes are linked both ways)")
+
+
 def validate_entries(root: Path, entries: list[Entry]) -> list[Problem]:
     ctx = Context(root, entries, healthy_logs(root))
-    problems = list(check_duplicate_ids(entries))
+    problems = list(check_duplicate_ids(entries)) + list(check_lookalikes_link_back(entries))
     for entry in entries:
         for check in CHECKS:
             problems.extend(check(entry, ctx))

@@ -35,13 +35,25 @@ def checkout(tmp_path):
         shutil.copy(src, dst)
         if (src.parent / t).is_dir():
             shutil.copytree(src.parent / t, dst.parent / t)
-    # the copies' own links point further: drop those fields so they stand alone
+    # the copies' own links point further: keep only those back to the model entry
+    model_id = MODEL.stem
     for p in tmp_path.glob("entries/*/*.yaml"):
         if p.name == MODEL.name:
             continue
         d = YAML(typ="rt").load(p.read_text())
-        for k in ("related", "not_this", "discriminators"):
-            d.pop(k, None)
+        d.pop("related", None)
+        d.pop("refines", None)
+        for k, target in (("not_this", lambda x: x["entry"]),
+                          ("discriminators", lambda x: x["elsewhere"]["entry"])):
+            if k in d:
+                kept = [x for x in d[k] if target(x) == model_id]
+                if kept:
+                    d[k] = kept
+                else:
+                    d.pop(k)
+        for ex in d.get("examples", []):
+            if ex.get("expect") not in (None, p.stem, model_id):
+                ex.pop("expect")   # an entry outside this small checkout
         with open(p, "w") as fh:
             YAML(typ="rt").dump(d, fh)
     return tmp_path
@@ -94,6 +106,19 @@ def test_each_broken_copy_fails_with_its_code(checkout, old, new, code, needle):
     got = problems(checkout)
     line = line_of(checkout, needle)
     assert any(p.startswith(f"{REL}:{line}:") and f" {code} " in p for p in got), (code, line, got)
+
+
+def test_lookalike_without_a_link_back(checkout):
+    target = checkout / "entries" / "rendezvous" / "rendezvous-closed.yaml"
+    from ruamel.yaml import YAML
+    d = YAML(typ="rt").load(target.read_text())
+    d.pop("discriminators", None)
+    d.pop("not_this", None)
+    with open(target, "w") as fh:
+        YAML(typ="rt").dump(d, fh)
+    got = problems(checkout)
+    line = line_of(checkout, "      entry: rendezvous-closed")
+    assert any(g.startswith(f"{REL}:{line}:") and " FDX033 rendezvous-closed has no" in g for g in got), got
 
 
 def test_missing_required_field(checkout):

@@ -17,6 +17,7 @@ import { loadPyodide } from "../pyodide/pyodide.mjs";
 const HERE = new URL(".", import.meta.url);
 const CHUNK = 8 << 20;           // bytes handed to Python per call
 const PARALLEL_MIN = 64 << 20;   // smaller files are read by the main worker alone
+const SCANNER_WAIT_MS = 8000;    // how long a large file waits for scanners still starting
 const IS_SCANNER = self.name === "faildex-scanner";
 const START_TIMEOUT_MS = 60000;  // loadPyodide hangs (not fails) when blocked by CSP
 
@@ -179,12 +180,13 @@ function startScanners() {
   for (let i = 0; i < Math.min(cores - 1, 3); i++) {
     const w = new Worker(new URL("worker.js", import.meta.url), { type: "module", name: "faildex-scanner" });
     const s = { worker: w, ready: false };
+    s.started = new Promise((resolve) => { s.resolveStarted = resolve; });
     w.onmessage = (ev) => {
       const m = ev.data;
-      if (m.type === "ready") s.ready = true;
+      if (m.type === "ready") { s.ready = true; s.resolveStarted(); }
       else if (m.type === "part-progress") pending.get(m.id)?.onProgress(m.done);
       else if (m.type === "part") { const p = pending.get(m.id); pending.delete(m.id); p?.resolve(m); }
-      else if (m.type === "error") { s.ready = false; s.error = m.message; }
+      else if (m.type === "error") { s.ready = false; s.error = m.message; s.resolveStarted(); }
     };
     scanners.push(s);
   }
@@ -251,9 +253,18 @@ async function onRange(m) {
   else postMessage({ type: "part", id: m.id, data }, [data.buffer]);
 }
 
+// A large file is worth waiting a few seconds for scanners that are still starting.
+async function readyScanners(size) {
+  if (size < PARALLEL_MIN || !scanners.length) return [];
+  const wait = Math.min(SCANNER_WAIT_MS, size / 100e3);   // ~100 MB/s: don't wait longer than a serial scan
+  await Promise.race([Promise.all(scanners.map((s) => s.started)),
+    new Promise((resolve) => setTimeout(resolve, wait))]);
+  return scanners.filter((s) => s.ready);
+}
+
 async function scanFile(input, report) {
-  const helpers = scanners.filter((s) => s.ready);
-  if (helpers.length && input.file.size >= PARALLEL_MIN) return scanParallel(input, report, helpers);
+  const helpers = await readyScanners(input.file.size);
+  if (helpers.length) return scanParallel(input, report, helpers);
   const file = input.file;
   for (let off = 0; off < file.size; off += CHUNK) {
     if (cancelled) return false;
