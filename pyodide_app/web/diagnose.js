@@ -46,6 +46,8 @@ function onWorker(msg) {
     ready = true;
     setStatus(`Ready (engine loaded in ${(msg.ms / 1000).toFixed(1)} s). Your logs stay on this machine.`, "ready");
     $("[data-testid=diagnose]").disabled = false;
+  } else if (msg.type === "workers") {
+    $("#fdx-status").dataset.workers = msg.ready;   // Pyodide workers ready to share a large file
   } else if (msg.type === "progress") {
     const bar = $("[data-testid=progress]");
     bar.max = msg.total || 1;

@@ -6,7 +6,7 @@
 // (faildex_engine.scan.merge_ranges, the same code the CLI's processes use).
 //
 // Page -> main:   {type: "scan", inputs: [{name, file} | {name, text}]}, {type: "cancel"}
-// Main -> page:   {type: "ready", ms}, {type: "progress", done, total, file},
+// Main -> page:   {type: "ready", ms}, {type: "workers", ready}, {type: "progress", done, total, file},
 //                 {type: "report", report, markdown, share}, {type: "cancelled"},
 //                 {type: "error", message}
 // Main -> scanner: {type: "range", id, file, name, order, start, end, isLast}, {type: "cancel"}
@@ -183,7 +183,11 @@ function startScanners() {
     s.started = new Promise((resolve) => { s.resolveStarted = resolve; });
     w.onmessage = (ev) => {
       const m = ev.data;
-      if (m.type === "ready") { s.ready = true; s.resolveStarted(); }
+      if (m.type === "ready") {
+        s.ready = true;
+        s.resolveStarted();
+        postMessage({ type: "workers", ready: 1 + scanners.filter((x) => x.ready).length });
+      }
       else if (m.type === "part-progress") pending.get(m.id)?.onProgress(m.done);
       else if (m.type === "part") { const p = pending.get(m.id); pending.delete(m.id); p?.resolve(m); }
       else if (m.type === "error") { s.ready = false; s.error = m.message; s.resolveStarted(); }
