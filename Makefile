@@ -28,6 +28,7 @@ serve: setup
 	$(BIN)/mkdocs serve -a 127.0.0.1:8000
 
 test: setup
+	$(BIN)/faildex validate
 	$(BIN)/pytest -q
 
 build: setup
