@@ -51,7 +51,9 @@ def test_engine_imports_only_the_standard_library():
 
 @pytest.mark.parametrize("prefix,expect", [
     ("[rank3]:", {"rank": 3}),
-    ("[default5]:", {"rank": 5}),
+    ("[default5]:", {"local_rank": 5}),
+    ("[trainer12]:", {"local_rank": 12}),
+    ("[W1202 12:25:31.309826 4242 TCPStore.cpp:106] ", {"pid": 4242}),
     ("12: ", {"rank": 12}),
     ("E1202 10:11:12.345678 4242 torch/csrc/distributed/c10d/TCPStore.cpp:123] ", {"pid": 4242}),
     ("gpu-node-007:4242:4300 [3] NCCL WARN ", {"host": "gpu-node-007", "pid": 4242}),

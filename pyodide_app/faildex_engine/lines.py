@@ -20,11 +20,13 @@ _MONTHS = {m: i for i, m in enumerate(
 _K8S_TS = re.compile(r"(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?)(?P<tz>Z|[+-]\d\d:?\d\d) ")
 _K8S_PREFIX = re.compile(r"\[pod/(?P<pod>[^/\]\s]+)/(?P<container>[^\]\s]+)\] ")
 _SRUN = re.compile(r"\s{0,4}(?P<rank>\d{1,5}): ")
-_TORCHRUN = re.compile(r"\[(?:rank|default)(?P<rank>\d{1,5})\]:")
+# torchrun --tee: "[rank3]:" is the global rank; "[default0]:" is role "default", local rank 0
+_TORCHRUN = re.compile(r"\[(?:rank(?P<rank>\d{1,5})|(?P<role>[A-Za-z_]\w{0,30}?)(?P<local_rank>\d{1,5}))\]:")
 _ISO = re.compile(r"\[?(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)(?P<tz>Z|[+-]\d\d:?\d\d)?\]?[ |,:-]*")
 _SYSLOG = re.compile(r"(?P<mon>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +(?P<day>\d{1,2}) "
                      r"(?P<time>\d\d:\d\d:\d\d) (?P<host>[\w.-]+) ")
-_GLOG = re.compile(r"(?P<level>[IWEF])(?P<mm>\d\d)(?P<dd>\d\d) (?P<time>\d\d:\d\d:\d\d\.\d+) +"
+# glog / c10d: "E1202 10:11:12.345678 4242 file.cpp:123] " or bracketed "[W1202 10:11:12.309 ...]"
+_GLOG = re.compile(r"\[?(?P<level>[IWEF])(?P<mm>\d\d)(?P<dd>\d\d) (?P<time>\d\d:\d\d:\d\d\.\d+) +"
                    r"(?P<pid>\d+) (?P<file>[^\s:\]]+):(?P<line>\d+)\] ?")
 _NCCL = re.compile(r"(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] NCCL ")
 _RANK_WORD = re.compile(r"\b(?:rank|Rank|RANK)[ =:\[]{0,2}(?P<rank>\d{1,5})\b")
@@ -61,7 +63,7 @@ def _day_epoch(month: int, day: int, clock: str, year: int = 2000) -> float | No
 
 
 def parse_prefix(text: str) -> tuple[dict, str]:
-    """Return ({ts, rank, host, pid, local_rank, pod, level}, rest of the line)."""
+    """Return ({ts, rank, local_rank, host, pid, device, level}, rest of the line)."""
     meta: dict = {}
     rest = text
     for _ in range(6):  # prefixes nest a few levels at most
@@ -77,7 +79,10 @@ def parse_prefix(text: str) -> tuple[dict, str]:
             continue
         m = _TORCHRUN.match(rest)
         if m:
-            meta.setdefault("rank", int(m.group("rank")))
+            if m.group("rank") is not None:
+                meta.setdefault("rank", int(m.group("rank")))
+            else:
+                meta.setdefault("local_rank", int(m.group("local_rank")))
             rest = rest[m.end():]
             continue
         m = _SRUN.match(rest)

@@ -393,7 +393,7 @@ def _range_text(a: dict) -> str:
 def _public(f: dict | None) -> dict | None:
     if f is None:
         return None
-    out = {k: f[k] for k in ("source", "line", "text", "before", "after", "rank", "host", "pid", "ts",
+    out = {k: f[k] for k in ("source", "line", "text", "before", "after", "rank", "local_rank", "host", "pid", "ts",
                              "entry", "signature", "strength", "facts") if k in f}
     return out
 
