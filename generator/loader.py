@@ -125,6 +125,13 @@ def _surely_no_alias(text: str) -> bool:
         return False
 
 
+def _syntax_problem(err: YAMLError, rel: str) -> Problem:
+    if isinstance(err, MarkedYAMLError):
+        line, col = _mark(err)
+        return Problem(rel, line, col, "FDX001", f"YAML syntax error: {err.problem or err.context}")
+    return Problem(rel, 1, 1, "FDX001", f"YAML syntax error: {err}")
+
+
 def read_yaml_text(text: str, rel: str) -> tuple[object, dict, dict, list[Problem]]:
     """Parse YAML text; return (data, positions, key_positions, problems)."""
     yaml = YAML(typ="rt")
@@ -139,12 +146,8 @@ def read_yaml_text(text: str, rel: str) -> tuple[object, dict, dict, list[Proble
                 return None, {}, {}, [Problem(rel, line, col, "FDX022",
                                               "YAML alias (*name) is not allowed in entries: "
                                               "write the value out")]
-    except MarkedYAMLError as err:
-        line, col = _mark(err)
-        return None, {}, {}, [Problem(rel, line, col, "FDX001",
-                                      f"YAML syntax error: {err.problem or err.context}")]
     except YAMLError as err:
-        return None, {}, {}, [Problem(rel, 1, 1, "FDX001", f"YAML syntax error: {err}")]
+        return None, {}, {}, [_syntax_problem(err, rel)]
     try:
         node = yaml.load(text)
     except DuplicateKeyError as err:
@@ -152,12 +155,8 @@ def read_yaml_text(text: str, rel: str) -> tuple[object, dict, dict, list[Proble
         key = (err.problem or "").split('"')[1] if '"' in (err.problem or "") else "a key"
         return None, {}, {}, [Problem(rel, line, col, "FDX021",
                                       f"duplicate key {key!r}: each key may appear once; merge the two")]
-    except MarkedYAMLError as err:
-        line, col = _mark(err)
-        return None, {}, {}, [Problem(rel, line, col, "FDX001",
-                                      f"YAML syntax error: {err.problem or err.context}")]
     except YAMLError as err:
-        return None, {}, {}, [Problem(rel, 1, 1, "FDX001", f"YAML syntax error: {err}")]
+        return None, {}, {}, [_syntax_problem(err, rel)]
     positions: dict = {}
     key_positions: dict = {}
     data = _plain(node, (), positions, key_positions)
