@@ -32,11 +32,10 @@ def index(entries):
 
 # ---------------------------------------------------------------- the built site (tests/test_site.py)
 
-import warnings  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 from functools import lru_cache  # noqa: E402
 
-from sitekit import FIXTURES, REPO, make_root, mkdocs_build, parse_html, prune_to_valid  # noqa: E402
+from sitekit import FIXTURES, REPO, make_root, mkdocs_build, parse_html  # noqa: E402
 
 
 @dataclass(eq=False)
@@ -72,22 +71,10 @@ def _build(name: str, root: Path, site_dir: Path) -> BuiltSite:
 
 
 @pytest.fixture(scope="session")
-def real_site(tmp_path_factory) -> BuiltSite:
-    """The repository's entries. While entries are being written some may not validate
-    yet; then the site is built from the ones that do plus the test fixtures, with a
-    warning (the real `mkdocs build` still fails on them: see test_broken_entry_*)."""
-    from generator.validate import validate
-    entries, problems = validate(REPO)
-    tmp = tmp_path_factory.mktemp("real")
-    if entries and not problems:
-        return _build("real", REPO, tmp / "site")
-    root = make_root(tmp / "root", REPO / "entries", FIXTURES / "site_entries")
-    removed = prune_to_valid(root)
-    kept = [p for p in (root / "entries").glob("*/*.yaml") if not p.name.startswith("fixture-")]
-    warnings.warn(f"{len(problems)} validation problem(s) in entries/: the site tests use the "
-                  f"{len(kept)} entries that validate, plus fixtures (left out: "
-                  f"{', '.join(removed) or 'none'})")
-    return _build("real+fixtures", root, tmp / "site")
+def real_site(tmp_path_factory, entries) -> BuiltSite:
+    """The repository's entries, built with `mkdocs build --strict` (they must validate:
+    the `entries` fixture fails first, with every problem, when they do not)."""
+    return _build("real", REPO, tmp_path_factory.mktemp("real") / "site")
 
 
 @pytest.fixture(scope="session")

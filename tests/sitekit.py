@@ -68,26 +68,6 @@ def drop_dangling_links(root: Path) -> None:
             yaml.dump(data, f)
 
 
-def prune_to_valid(root: Path, rounds: int = 20) -> list[str]:
-    """Make a copy of the entries validate while they are being written: drop links to
-    entries that do not exist yet, then remove the files that still have problems, and
-    repeat (a removed entry can leave links to it). Returns the removed files."""
-    from generator.validate import validate
-    removed: list[str] = []
-    for _ in range(rounds):
-        drop_dangling_links(root)
-        _, problems = validate(root)
-        bad = sorted({p.file for p in problems})
-        if not bad:
-            return removed
-        for rel in bad:
-            path = root / rel
-            if path.exists():
-                path.unlink()
-                removed.append(rel)
-    raise RuntimeError("entries still do not validate after pruning")
-
-
 # ---------------------------------------------------------------- reading HTML
 
 @dataclass

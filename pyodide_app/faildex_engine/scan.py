@@ -86,7 +86,6 @@ class Source:
         self.started = offset > 0   # only the start of an input is sniffed
         self.decoder = None       # set for UTF-16 input
         self.binary = False
-        self.long_line = False    # the current line started before this buffer
         self.findings: dict[int, list] = {}   # signature index -> kept findings
         self.counts: dict[int, int] = {}
         self.facts: dict = {}
@@ -118,13 +117,11 @@ class Source:
                 keep = WINDOW
                 self._scan(buf, len(buf) - keep, final=False)
                 self.carry = buf[-keep:]
-                self.long_line = True
             else:
                 self.carry = buf
             return
         self._scan(buf, cut, final=False)
         self.carry = buf[cut:]
-        self.long_line = False
 
     def close(self, truncated: str | None = None) -> None:
         if self.decoder is not None:
