@@ -41,36 +41,6 @@ def mkdocs_build(root: Path, site_dir: Path, timeout: int = 900) -> subprocess.C
         cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
 
 
-def drop_dangling_links(root: Path) -> None:
-    """In a copy of the entries: remove links to entries that do not exist (yet)."""
-    from ruamel.yaml import YAML
-    yaml = YAML()
-    yaml.width = 4096
-    files = sorted((root / "entries").glob("*/*.yaml"))
-    ids = {p.stem for p in files}
-    for path in files:
-        try:
-            data = yaml.load(path.read_text(encoding="utf-8"))
-        except Exception:
-            continue  # the validator reports it; pruning removes it
-        if not isinstance(data, dict):
-            continue
-        if isinstance(data.get("related"), list):
-            data["related"] = [x for x in data["related"] if x in ids]
-        for key, get in (("not_this", lambda x: x.get("entry")),
-                         ("discriminators", lambda x: (x.get("elsewhere") or {}).get("entry"))):
-            if isinstance(data.get(key), list):
-                data[key] = [x for x in data[key] if isinstance(x, dict) and get(x) in ids]
-        for ex in data.get("examples") or []:
-            if isinstance(ex, dict) and ex.get("expect") and ex["expect"] not in ids:
-                del ex["expect"]
-        with path.open("w", encoding="utf-8") as f:
-            yaml.dump(data, f)
-
-
-# ---------------------------------------------------------------- reading HTML
-
-@dataclass
 class Node:
     tag: str
     attrs: dict
