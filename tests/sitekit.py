@@ -41,6 +41,7 @@ def mkdocs_build(root: Path, site_dir: Path, timeout: int = 900) -> subprocess.C
         cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
 
 
+@dataclass
 class Node:
     tag: str
     attrs: dict
