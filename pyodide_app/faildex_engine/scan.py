@@ -183,10 +183,9 @@ class Source:
                 start, stop = _segment(buf, pos)
                 spans[start] = max(spans.get(start, 0), stop)
                 m = search(buf, max(stop, pos + 1), end)
-        hits = spans
-        if hits:
+        if spans:
             counted_to, line_no = 0, self.lines
-            for start in sorted(hits):
+            for start in sorted(spans):
                 line_no += buf.count(b"\n", counted_to, start)
                 counted_to = start
                 seg = buf[start:spans[start]]
