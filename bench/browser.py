@@ -37,6 +37,36 @@ class Handler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+def renderer_rss() -> int:
+    """Resident memory of Chromium's renderer processes (the page and its workers), bytes."""
+    total = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+            if b"chrom" not in cmd or b"--type=renderer" not in cmd:
+                continue
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1]) * 1024
+        except OSError:
+            continue
+    return total
+
+
+class PeakSampler(threading.Thread):
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.peak = 0
+        self.stop = threading.Event()
+
+    def run(self):
+        while not self.stop.is_set():
+            self.peak = max(self.peak, renderer_rss())
+            self.stop.wait(0.1)
+
+
 def cli_seconds(index: Path, log: Path, jobs: int) -> float:
     t = time.perf_counter()
     subprocess.run([sys.executable, "-m", "faildex_engine.cli", "--index", str(index), "--jobs", str(jobs),
@@ -87,10 +117,15 @@ def main() -> int:
         if cores > 1:   # throughput once warm: the scanner workers start after "ready"
             page.wait_for_selector("[data-testid=status][data-workers]", timeout=120_000)
         page.set_input_files("[data-testid=file-input]", str(log))
+        idle_rss = renderer_rss()
+        sampler = PeakSampler()
+        sampler.start()
         t = time.perf_counter()
         page.click("[data-testid=diagnose]")
         page.wait_for_selector("[data-testid=primary]", timeout=600_000)
         wall = time.perf_counter() - t
+        sampler.stop.set()
+        sampler.join()
         primary = page.get_attribute("[data-testid=primary]", "data-entry-id")
         engine_s = float(page.get_attribute("[data-testid=progress]", "data-engine-seconds"))
         workers = page.get_attribute("[data-testid=progress]", "data-workers")
@@ -106,6 +141,8 @@ def main() -> int:
           f"(median {sorted(starts)[len(starts) // 2]:.0f} ms; target < 4000)")
     print(f"browser           : {wall:6.2f} s {b_mbs:7.1f} MB/s ({workers} Pyodide worker(s); "
           f"Python in the main one: {engine_s:.2f} s)")
+    print(f"browser memory    : renderer processes (page + workers) {idle_rss / 1e6:.0f} MB before the "
+          f"scan, peak {sampler.peak / 1e6:.0f} MB during it, for a {mb:.0f} MB file")
     print(f"native CLI, 1 proc: {one:6.2f} s {one_mbs:7.1f} MB/s")
     print(f"native CLI, {cores} procs: {many:6.2f} s {many_mbs:7.1f} MB/s")
     print(f"ratio browser / CLI: {b_mbs / one_mbs:.2f} (1 proc), {b_mbs / many_mbs:.2f} (all cores); target >= 0.5")
