@@ -245,7 +245,6 @@ def build_report(index: dict, sources: list, baseline: list | None = None) -> di
     # so they can make a low-confidence diagnosis on their own; context lines cannot.
     scored = [c for c in cands.values() if c.evidence]
     causes = [c for c in scored if c.defining and not c.meta["downstream"]]
-    reports = [c for c in scored if c.meta["downstream"] or not c.defining]
 
     primary = None
     if causes:
@@ -298,7 +297,8 @@ def build_report(index: dict, sources: list, baseline: list | None = None) -> di
                 if later:
                     c.why.append(f"seen after {primary.id}: possibly a consequence")
                 alternatives.append(c)
-        for c in scored:
+        # entries seen only through their collateral lines (what a failure prints elsewhere)
+        for c in sorted(cands.values(), key=lambda c: c.id):
             if c is not primary and c.collateral and c not in collateral and c not in alternatives:
                 collateral.append(c)
 
