@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 
-SITE = "https://faildex.github.io/faildex/"
+SITE = "https://faildex.dev/"   # mkdocs.yml site_url: where entry links in reports point
 
 
 def to_json(report: dict) -> str:
