@@ -332,3 +332,10 @@ def test_versions_decide(entries, index):
             assert new_conf < old["primary"]["confidence"]
             checked += 1
     assert checked, "no entry declares a PyTorch version range"
+
+
+def test_report_links_point_at_the_site():
+    import re as _re
+    from faildex_engine.render import SITE
+    site_url = _re.search(r"^site_url:\s*(\S+)", (ROOT / "mkdocs.yml").read_text(), _re.M).group(1)
+    assert SITE == site_url
