@@ -35,6 +35,15 @@ def cmd_validate(args) -> int:
               f"file(s) ({len(entries)} entries read)", file=sys.stderr)
         return 1
     print(f"faildex validate: {len(entries)} entries in {len(cats)} categories, no problems")
+    coverage = root / "tests" / "coverage.yaml"
+    if coverage.is_file():
+        from ruamel.yaml import YAML
+        wanted = YAML(typ="safe").load(coverage.read_text(encoding="utf-8")) or {}
+        have = {e.id for e in entries}
+        ids = [i for group in wanted.values() for i in group]
+        missing = [i for i in ids if i not in have]
+        print(f"coverage: {len(ids) - len(missing)}/{len(ids)} failure classes of "
+              f"tests/coverage.yaml have an entry" + (f"; missing: {', '.join(missing)}" if missing else ""))
     return 0
 
 
