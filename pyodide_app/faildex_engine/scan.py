@@ -243,7 +243,7 @@ class Source:
     def _candidate(self, buf: bytes, start: int, stop: int, line_no: int, anchors: list) -> None:
         raw = buf[start:stop]
         text = strip_ansi(raw.decode("utf-8", "replace")).rstrip("\r\n")
-        meta, _rest = parse_prefix(text)
+        meta, rest = parse_prefix(text)
         ts = meta.get("ts")
         if ts is not None:
             self.last_ts = ts
@@ -265,7 +265,7 @@ class Source:
                 facts = {k: v for k, v in m.groupdict().items() if v is not None}
                 self._record(n, self._attach_context(dict(where, facts=facts), buf, start, stop))
         if "rror" in text or "RROR" in text or "xception" in text:
-            self._error_like(buf, start, stop, line_no, text, meta)
+            self._error_like(buf, start, stop, line_no, text, meta, rest)
         if self.collect_shapes:
             sh = shape(text)
             if sh and sh not in self.shapes and len(self.shapes) < MAX_SHAPES:
@@ -291,8 +291,7 @@ class Source:
         else:
             kept[-1] = finding
 
-    def _error_like(self, buf, start, stop, line_no, text, meta) -> None:
-        _, rest = parse_prefix(text)
+    def _error_like(self, buf, start, stop, line_no, text, meta, rest) -> None:
         if _ERRORISH.search(rest):
             self.error_lines += 1
             if self.first_error is None:
