@@ -62,8 +62,22 @@ def entries_root(config) -> Path:
     return Path(config.config_file_path).resolve().parent
 
 
+_serving = False
+
+
+def on_startup(command, dirty):
+    global _serving
+    _serving = command == "serve"
+
+
 def on_config(config):
     global _build
+    if _serving:
+        # `mkdocs serve` injects its live-reload script inline; the dev server alone
+        # allows that, so an edited entry refreshes the open page. Built sites keep
+        # the strict policy (tests/test_browser.py checks it).
+        config.extra["csp"] = config.extra["csp"].replace(
+            "script-src 'self'", "script-src 'self' 'unsafe-inline'")
     root = entries_root(config)
     try:
         entries = site.load_entries(root)

@@ -70,9 +70,20 @@ def diagnose_and_wait(page, timeout: int = 120_000) -> str:
     return page.get_attribute("[data-testid=primary]", "data-entry-id")
 
 
-def test_page_has_a_strict_csp(page):
-    csp = page.get_attribute('meta[http-equiv="Content-Security-Policy"]', "content")
+def test_page_has_a_strict_csp_and_violates_nothing(chromium, origin):
+    context = chromium.new_context()
+    pg = context.new_page()
+    messages = []
+    pg.on("console", lambda m: messages.append(m.text))
+    for url in ("/diagnose/", "/entries/cuda-out-of-memory/", "/errors/", "/"):
+        pg.goto(origin + url)
+        pg.wait_for_load_state("load")
+    csp = pg.get_attribute('meta[http-equiv="Content-Security-Policy"]', "content")
     assert "default-src 'self'" in csp and "unsafe-eval'" not in csp.replace("wasm-unsafe-eval'", "")
+    pg.goto(origin + "/diagnose/")
+    pg.wait_for_selector("[data-testid=status][data-state=ready]", timeout=READY_MS)
+    assert not [m for m in messages if "Content Security Policy" in m], messages
+    context.close()
 
 
 @pytest.mark.parametrize("entry_id", ["torchrun-rendezvous-timeout", "cuda-out-of-memory",

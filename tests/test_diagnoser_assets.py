@@ -57,3 +57,12 @@ def test_built_site_ships_the_diagnoser_and_stays_on_origin(real_site):
     assert set(index["entries"]) == {e.id for e in real_site.build.entries}
     npm = json.loads((ROOT / "package-lock.json").read_text())
     assert manifest["pyodide"] == npm["packages"]["node_modules/pyodide"]["version"]
+
+
+def test_no_inline_scripts_for_the_csp_to_block(real_site):
+    """script-src 'self' blocks inline scripts: the built pages must not rely on any."""
+    import re
+    inline = re.compile(r"<script(?![^>]*\bsrc=)(?![^>]*type=\"application/json\")[^>]*>", re.I)
+    offenders = [str(p.relative_to(real_site.site)) for p in real_site.site.rglob("*.html")
+                 if inline.search(p.read_text(encoding="utf-8"))]
+    assert offenders == []
