@@ -323,8 +323,11 @@ def build_report(index: dict, sources: list, baseline: list | None = None) -> di
     if primary is not None:
         evidence += [dict(_public(f), role="initiating") for f in
                      sorted(primary.evidence, key=_order_key)[:3]]
+        shown = {(e["source"], e["line"]) for e in evidence}
         for c in alternatives[:3]:
-            evidence.append(dict(_public(c.first), role="alternative"))
+            if (c.first["source"], c.first["line"]) not in shown:   # a shared line is shown once
+                evidence.append(dict(_public(c.first), role="alternative"))
+                shown.add((c.first["source"], c.first["line"]))
         for c in collateral[:5]:
             f = c.first or min(c.collateral, key=_order_key)
             evidence.append(dict(_public(f), role="collateral"))
