@@ -235,7 +235,7 @@ def choose_anchors(required: dict[str, list[str]], healthy_text: str = "",
         # tracebacks) even where the small healthy sample has none of them.
         plain = 1.0 if len(sub) < 10 and all(ch.islower() or ch == " " for ch in sub) else 0.0
         common = 0.02 * hits[sub] + short + plain
-        alt = 0.2 + (0.05 if c in used_first else 100 * char_freq[c])
+        alt = 0.2 + (0.05 if c in used_first else 200 * char_freq[c])
         find = 1.0 + 0.05 * max(0, 12 - len(sub))   # longer needles skip faster
         return (alt + common, "alt") if alt <= find else (find + common, "find")
 
