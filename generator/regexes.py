@@ -12,12 +12,8 @@ from __future__ import annotations
 
 import re
 
-try:  # Python 3.11+
-    from re import _constants as C  # type: ignore[attr-defined]
-    from re import _parser as P  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover
-    import sre_constants as C  # type: ignore[no-redef]
-    import sre_parse as P  # type: ignore[no-redef]
+from re import _constants as C  # type: ignore[attr-defined]  # Python 3.11+
+from re import _parser as P  # type: ignore[attr-defined]
 
 MIN_ANCHOR = 4       # shortest literal worth scanning for
 UNBOUNDED = C.MAXREPEAT
@@ -65,7 +61,7 @@ def _literals(items) -> list[str]:
             else:
                 flush()
                 runs.extend(_literals(inner))
-        elif op in (C.MAX_REPEAT, C.MIN_REPEAT, getattr(C, "POSSESSIVE_REPEAT", None)):
+        elif op in (C.MAX_REPEAT, C.MIN_REPEAT, C.POSSESSIVE_REPEAT):
             lo, hi, body = av
             flush()
             if lo >= 1:
@@ -74,7 +70,7 @@ def _literals(items) -> list[str]:
             flush()
             branches = [_literals(list(b)) for b in av[1]]
             runs.extend(_common_substrings(branches))
-        elif op is C.ATOMIC_GROUP if hasattr(C, "ATOMIC_GROUP") else False:
+        elif op is C.ATOMIC_GROUP:
             flush()
             runs.extend(_literals(list(av)))
         else:

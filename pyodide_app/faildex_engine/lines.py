@@ -142,7 +142,11 @@ _SHAPE = [
 
 def shape(text: str) -> str:
     """A line with its variable parts folded: the same event in two runs has one shape."""
-    _, rest = parse_prefix(strip_ansi(text))
+    return fold(parse_prefix(strip_ansi(text))[1])
+
+
+def fold(rest: str) -> str:
+    """shape() of a line whose prefixes were already parsed off."""
     for rx, repl in _SHAPE:
         rest = rx.sub(repl, rest)
     return rest.strip()[:300]

@@ -1,12 +1,13 @@
 """Streaming scan: bytes in, findings out, memory bounded whatever the input.
 
-The hot loop never looks at every line. For each chunk it runs a bytes.find
-pass for "rror" and one compiled alternation of literal anchors (chosen at build
-time so that every signature contains one and the alternation's first
-characters are rare); only the lines around a hit are decoded and tested
-against the signatures that own the anchors on that line. Lines are split on \\n and \\r, so tqdm's
-carriage-return progress lines and CRLF files read naturally; a line longer than
-WINDOW on either side of a hit is read as a window, never whole.
+The hot loop never looks at every line. For each chunk it runs a few bytes.find
+passes ("rror" and the anchors made of common letters) and one regex of literal
+anchors nested by prefix (both chosen at build time, generator.regexes.
+choose_anchors, so that every signature contains one anchor); only the lines
+around a hit are decoded and tested against the signatures that own the anchors
+on that line. Lines are split on \\n and \\r, so tqdm's carriage-return progress
+lines and CRLF files read naturally; a line longer than WINDOW on either side of
+a hit is read as a window, never whole.
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import codecs
 import re
 
 from . import context
-from .lines import parse_prefix, shape, strip_ansi
+from .lines import fold, parse_prefix, strip_ansi
 
 WINDOW = 4096            # bytes kept on each side of a hit inside a very long line
 MAX_CARRY = 1 << 20      # a partial line longer than this is scanned in windows
@@ -43,7 +44,6 @@ class Plan:
     """
 
     def __init__(self, index: dict, baseline_mode: bool = False):
-        self.index = index
         find = list(index["find_anchors"])
         alt = list(index["alt_anchors"])
         if baseline_mode:
@@ -85,7 +85,6 @@ class Source:
         self.messages: list[str] = []
         self.started = offset > 0   # only the start of an input is sniffed
         self.decoder = None       # set for UTF-16 input
-        self.binary = False
         self.findings: dict[int, list] = {}   # signature index -> kept findings
         self.counts: dict[int, int] = {}
         self.facts: dict = {}
@@ -150,7 +149,6 @@ class Source:
         # reader is told: a checkpoint dropped by mistake should not look "healthy".
         control = len(sample) - len(sample.translate(None, _CONTROL))
         if sample and control > len(sample) // 10:
-            self.binary = True
             self.status = "binary"
             self.messages.append("this looks like binary data, not a text log")
         return chunk
@@ -234,10 +232,8 @@ class Source:
         for key in self.plan.context_keys:
             pos = region.find(key)
             while pos != -1:
-                start = max(region.rfind(b"\n", 0, pos), region.rfind(b"\r", 0, pos)) + 1
-                stop = _line_end(region, pos, len(region))
-                line = strip_ansi(region[start:min(stop, start + 2000)].decode("utf-8", "replace"))
-                context.extract(line, self.facts)
+                start, stop = _segment(region, pos)
+                context.extract(strip_ansi(region[start:stop].decode("utf-8", "replace")), self.facts)
                 pos = region.find(key, stop)
 
     def _candidate(self, buf: bytes, start: int, stop: int, line_no: int, anchors: list) -> None:
@@ -267,7 +263,7 @@ class Source:
         if "rror" in text or "RROR" in text or "xception" in text:
             self._error_like(buf, start, stop, line_no, text, meta, rest)
         if self.collect_shapes:
-            sh = shape(text)
+            sh = fold(rest)
             if sh and sh not in self.shapes and len(self.shapes) < MAX_SHAPES:
                 self.shapes[sh] = {"source": self.name, "line": line_no, "text": text[:500]}
 
@@ -284,10 +280,8 @@ class Source:
         c = self.counts.get(n, 0) + 1
         self.counts[n] = c
         kept = self.findings.setdefault(n, [])
-        if len(kept) < KEEP_FIRST:
-            kept.append(finding)
-        elif len(kept) == KEEP_FIRST:
-            kept.append(finding)          # slot for the latest one
+        if len(kept) <= KEEP_FIRST:
+            kept.append(finding)          # the first ones, then one slot for the latest
         else:
             kept[-1] = finding
 
@@ -356,6 +350,7 @@ def _complete_lines(region: bytes, final: bool = False) -> list[str]:
     else:
         parts = parts[:-1]
     return [strip_ansi(x.decode("utf-8", "replace"))[:300] for x in parts]
+
 
 def merge_ranges(parts: list[Source]) -> Source:
     """Join the scans of consecutive ranges of one input into one Source."""
