@@ -224,8 +224,11 @@ async function scanRange(file, name, order, start, end, isLast, onProgress) {
   return proxy;
 }
 
-async function scanParallel(input, report, helpers) {
+// A plain file: one range per ready worker (a single range when none is, or the file
+// is small), each scanned into a part that the main worker merges.
+async function scanFile(input, report) {
   const file = input.file;
+  const helpers = await readyScanners(file.size);
   const points = await splitPoints(file, helpers.length + 1);
   const order = api.order_of(input.name);
   const done = new Array(points.length - 1).fill(0);
@@ -264,20 +267,6 @@ async function readyScanners(size) {
   await Promise.race([Promise.all(scanners.map((s) => s.started)),
     new Promise((resolve) => setTimeout(resolve, wait))]);
   return scanners.filter((s) => s.ready);
-}
-
-async function scanFile(input, report) {
-  const helpers = await readyScanners(input.file.size);
-  if (helpers.length) return scanParallel(input, report, helpers);
-  const file = input.file;
-  for (let off = 0; off < file.size; off += CHUNK) {
-    if (cancelled) return false;
-    const buf = new Uint8Array(await file.slice(off, off + CHUNK).arrayBuffer());
-    feedBytes(input.name, buf);
-    report(Math.min(off + CHUNK, file.size));
-  }
-  api.close(input.name, null);
-  return true;
 }
 
 async function scan(inputs) {
