@@ -82,9 +82,7 @@ def test_shape_folds_variable_parts():
 
 def test_found_in_any_chunking(index):
     text = "noise line\n" * 5000 + "  raise RendezvousTimeoutError\n" + TIMEOUT_LINE + "tail\n" * 100
-    for chunk in (1, 7, 4096, 65536, None):
-        if chunk == 1:
-            continue  # byte-at-a-time is covered by the property tests on small inputs
+    for chunk in (7, 4096, 65536, None):   # byte-sized chunks: the property tests
         r = run_text(index, text, chunk)
         assert primary_id(r) == "torchrun-rendezvous-timeout", chunk
         assert r["evidence"][0]["line"] == 5001
