@@ -21,7 +21,7 @@ import sys
 import zlib
 
 from .reason import REPORT_FORMAT, build_report
-from .scan import Plan, Source
+from .scan import Plan, Source, merge_ranges
 
 __all__ = ["Diagnosis", "diagnose", "load_index", "read_chunks", "InputError", "REPORT_FORMAT"]
 
@@ -65,6 +65,22 @@ class Diagnosis:
 
     def close(self, name: str, truncated: str | None = None, baseline: bool = False) -> None:
         self._source(name, baseline).close(truncated)
+
+    def scan_range(self, name: str, offset: int, prev_tail: bytes = b"") -> Source:
+        """A scan of one range of input `name` that starts at byte `offset` (just after
+        a newline); prev_tail is the input's bytes just before it (for context lines).
+        Feed it with .feed(bytes), finish it with .end_range(is_last), and give the
+        parts of one input, in order, to adopt_ranges(). Ranges can be scanned in other
+        processes or workers: a finished part holds plain data only."""
+        order = self._source(name, False).order
+        return Source(name, order, self.plan, self.baseline_mode, offset=offset,
+                      prev_tail=bytes(prev_tail))
+
+    def adopt_ranges(self, name: str, parts: list, baseline: bool = False) -> None:
+        """Merge the finished range scans of one input (in input order) into its result."""
+        merged = merge_ranges(list(parts))
+        merged.plan = self.plan
+        (self.baseline_sources if baseline else self.sources)[name] = merged
 
     def report(self) -> dict:
         base = list(self.baseline_sources.values()) if self.baseline_mode else None
@@ -150,10 +166,10 @@ def diagnose(paths, index, baseline=None, progress=None, workers: int = 1) -> di
             src = d._source(name, is_base)
             if workers > 1 and path != "-":
                 from .parallel import scan_file
-                merged = scan_file(str(path), name, src.order, d.plan, src.collect_shapes, workers)
-                if merged is not None:
-                    (d.baseline_sources if is_base else d.sources)[name] = merged
-                    done += merged.bytes
+                parts = scan_file(str(path), name, src.order, d.plan, src.collect_shapes, workers)
+                if parts is not None:
+                    done += sum(p.bytes for p in parts)
+                    d.adopt_ranges(name, parts, baseline=is_base)
                     if progress:
                         progress(done)
                     continue

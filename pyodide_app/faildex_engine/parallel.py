@@ -9,7 +9,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 
-from .scan import WINDOW, Plan, Source, merge_ranges
+from .scan import WINDOW, Plan, Source
 
 MIN_PARALLEL = 64 << 20   # below this, starting processes costs more than it saves
 _PLAN: Plan | None = None
@@ -45,18 +45,13 @@ def _scan_range(path: str, name: str, order: int, start: int, end: int, collect_
                 break
             left -= len(chunk)
             src.feed(chunk)
-    if end < os.path.getsize(path):
-        # not the last range: everything up to `end` ends in a newline; no close()
-        src.carry = b""
-    else:
-        src.close()
-    src.plan = None
-    return src
+    return src.end_range(is_last=end >= os.path.getsize(path))
 
 
 def scan_file(path: str, name: str, order: int, plan: Plan, collect_shapes: bool,
-              workers: int) -> Source | None:
-    """The merged Source for path, or None when the file is better read serially."""
+              workers: int) -> list[Source] | None:
+    """The finished range scans of path, in order (Diagnosis.adopt_ranges merges them),
+    or None when the file is better read serially."""
     global _PLAN
     try:
         size = os.path.getsize(path)
@@ -76,6 +71,4 @@ def scan_file(path: str, name: str, order: int, plan: Plan, collect_shapes: bool
     with ctx.Pool(len(points) - 1) as pool:
         parts = pool.starmap(_scan_range, [(path, name, order, points[i], points[i + 1], collect_shapes)
                                            for i in range(len(points) - 1)])
-    merged = merge_ranges(parts)
-    merged.plan = plan
-    return merged
+    return parts

@@ -51,13 +51,30 @@ class Plan:
         self.find_anchors = [a.encode() for a in find]
         alt_bytes = sorted({a.encode() for a in alt})
         self.alt_rx = re.compile(_trie(alt_bytes)) if alt_bytes else None
-        self.all_anchors = [a.encode() for a in find + alt]
-        pos = {a: i for i, a in enumerate(find + alt)}
-        self.sigs_by_anchor: dict[int, list] = {i: [] for i in range(len(pos))}
+        # On a candidate line, which anchors are there? One overlapping search of the
+        # same trie (a lookahead matches at every position) over the line, instead of
+        # an `in` test per anchor. The trie stops at the shortest anchor, so an anchor
+        # that extends another ("Watchdog" after "Watch") is checked with `in`.
+        every = sorted({a.encode() for a in find + alt})
+        self.which_rx = re.compile(b"(?=(" + _trie(every) + b"))") if every else None
+        self.sigs_by_anchor: dict[bytes, list] = {a: [] for a in every}
         for n, s in enumerate(index["signatures"]):
             rx = re.compile(s["regex"])
-            self.sigs_by_anchor[pos[s["anchor"]]].append((n, s, rx, s["literal"]))
+            self.sigs_by_anchor[s["anchor"].encode()].append((n, s, rx, s["literal"]))
+        self.longer: dict[bytes, list[bytes]] = {
+            a: [b for b in every if b != a and b.startswith(a)] for a in every}
         self.context_keys = [k.encode() for k in context.KEYS]
+
+    def anchors_in(self, seg: bytes) -> list[bytes]:
+        """The anchors a candidate line holds, in a fixed order."""
+        found = set()
+        for m in self.which_rx.finditer(seg):
+            a = m.group(1)
+            found.add(a)
+            for b in self.longer[a]:
+                if b in seg:
+                    found.add(b)
+        return sorted(found)
 
 
 class Source:
@@ -95,6 +112,10 @@ class Source:
         self.error_lines = 0
         self.shapes: dict[str, dict] = {}
         self.last_ts = None
+        self.candidates = 0       # lines the prefilter passed to the signatures
+        # Findings of the current buffer that still need their context lines: only
+        # the kept ones get them, once, at the end of the buffer (see _scan).
+        self._unattached: list[tuple[dict, int, int]] = []
 
     # ------------------------------------------------------------ input
 
@@ -121,6 +142,17 @@ class Source:
             return
         self._scan(buf, cut, final=False)
         self.carry = buf[cut:]
+
+    def end_range(self, is_last: bool) -> "Source":
+        """Finish a scan of one range of an input (see Diagnosis.scan_range): the last
+        range is closed like a whole input; any other ends just after a newline. The
+        part drops its plan so that it can be sent to another process and merged."""
+        if is_last:
+            self.close()
+        else:
+            self.carry = b""
+        self.plan = None
+        return self
 
     def close(self, truncated: str | None = None) -> None:
         if self.decoder is not None:
@@ -186,12 +218,17 @@ class Source:
             for start in sorted(spans):
                 line_no += buf.count(b"\n", counted_to, start)
                 counted_to = start
-                seg = buf[start:spans[start]]
-                present = [ai for ai, a in enumerate(plan.all_anchors) if a in seg]
+                self.candidates += 1
+                present = plan.anchors_in(buf[start:spans[start]])
                 self._candidate(buf, start, spans[start], line_no + 1, present)
             self.lines = line_no + buf.count(b"\n", counted_to, end)
         else:
             self.lines += buf.count(b"\n", 0, end)
+        for d, start, stop in self._unattached:
+            if not d.get("dropped"):
+                self._attach_context(d, buf, start, stop)
+            d.pop("dropped", None)
+        self._unattached = []
         lo = max(0, end - 4 * WINDOW)
         region = buf[lo:end]
         if lo == 0 and self.ended_cr and region.startswith(b"\n"):
@@ -249,8 +286,8 @@ class Source:
             self.ranks.add(meta["rank"])
         context.extract(text, self.facts)
         where = None
-        for ai in anchors:
-            for n, sig, rx, literal in self.plan.sigs_by_anchor.get(ai, ()):
+        for a in anchors:
+            for n, sig, rx, literal in self.plan.sigs_by_anchor[a]:
                 if literal and literal not in text:
                     continue
                 m = rx.search(text)
@@ -259,7 +296,13 @@ class Source:
                 if where is None:
                     where = self._where(line_no, text, meta)
                 facts = {k: v for k, v in m.groupdict().items() if v is not None}
-                self._record(n, self._attach_context(dict(where, facts=facts), buf, start, stop))
+                finding = dict(where, facts=facts)
+                if sig["strength"] == "context":
+                    # printed by healthy runs too: only its facts are used, never shown
+                    finding["before"], finding["after"] = [], []
+                    self._record(n, finding)
+                else:
+                    self._record(n, self._later(finding, start, stop))
         if "rror" in text or "RROR" in text or "xception" in text:
             self._error_like(buf, start, stop, line_no, text, meta, rest)
         if self.collect_shapes:
@@ -276,6 +319,11 @@ class Source:
             w["ts_inherited"] = self.last_ts
         return w
 
+    def _later(self, d: dict, start: int, stop: int) -> dict:
+        """Attach d's context lines at the end of this buffer, if d is still kept then."""
+        self._unattached.append((d, start, stop))
+        return d
+
     def _record(self, n: int, finding: dict) -> None:
         c = self.counts.get(n, 0) + 1
         self.counts[n] = c
@@ -283,16 +331,19 @@ class Source:
         if len(kept) <= KEEP_FIRST:
             kept.append(finding)          # the first ones, then one slot for the latest
         else:
+            kept[-1]["dropped"] = True
             kept[-1] = finding
 
     def _error_like(self, buf, start, stop, line_no, text, meta, rest) -> None:
         if _ERRORISH.search(rest):
             self.error_lines += 1
             if self.first_error is None:
-                self.first_error = self._attach_context(self._where(line_no, text, meta), buf, start, stop)
+                self.first_error = self._later(self._where(line_no, text, meta), start, stop)
         m = _EXCEPTION.match(rest)
         if m and m.group("name") not in ("ChildFailedError",):
-            self.last_exception = self._attach_context(self._where(line_no, text, meta), buf, start, stop)
+            if self.last_exception is not None:
+                self.last_exception["dropped"] = True
+            self.last_exception = self._later(self._where(line_no, text, meta), start, stop)
 
 
 def _trie(words: list[bytes]) -> bytes:
@@ -318,13 +369,15 @@ def _trie(words: list[bytes]) -> bytes:
 
 
 def _segment(buf: bytes, pos: int) -> tuple[int, int]:
-    """The line (between \\n or \\r) around pos, at most WINDOW bytes on either side."""
-    start = max(buf.rfind(b"\n", 0, pos), buf.rfind(b"\r", 0, pos)) + 1
-    if pos - start > WINDOW:
-        start = pos - WINDOW
-    stop = _line_end(buf, pos, len(buf))
-    if stop - pos > WINDOW:
-        stop = pos + WINDOW
+    """The line (between \\n or \\r) around pos, at most WINDOW bytes on either side.
+
+    Every search is bounded by the window: a file with no \\r must not make each
+    candidate scan back to the start of the chunk."""
+    lo = max(0, pos - WINDOW)
+    start = max(buf.rfind(b"\n", lo, pos), buf.rfind(b"\r", lo, pos)) + 1
+    if start == 0:
+        start = lo
+    stop = _line_end(buf, pos, min(len(buf), pos + WINDOW))
     return start, stop
 
 

@@ -32,34 +32,28 @@ import pickle
 from pyodide.ffi import to_js
 from faildex_engine import Diagnosis, load_index
 from faildex_engine.render import to_markdown, redact
-from faildex_engine.scan import Plan, Source, merge_ranges
 
 _index = None
-_plan = None
 _d = None
 _part = None
 _parts = {}
 
 def init(index_text):
-    global _index, _plan
+    global _index
     _index = load_index(json.loads(index_text))
-    _plan = Plan(_index)
+    start()
 
-# one range of a large file (any worker)
+# one range of a large file (any worker): Diagnosis.scan_range, the CLI's own API
 def part_start(name, order, offset, prev):
     global _part
-    _part = Source(name, order, _plan, offset=offset, prev_tail=prev.to_bytes())
+    _part = _d.scan_range(name, offset, prev.to_bytes())
+    _part.order = order
 
 def part_feed(buf):
     _part.feed(buf.to_bytes())
 
 def part_finish(is_last):
-    if is_last:
-        _part.close()
-    else:
-        _part.carry = b""   # the range ends just after a newline
-    _part.plan = None
-    return to_js(pickle.dumps(_part, protocol=5))
+    return to_js(pickle.dumps(_part.end_range(is_last), protocol=5))
 
 # the main worker puts the parts back together
 def order_of(name):
@@ -69,10 +63,7 @@ def part_adopt(name, k, buf):
     _parts.setdefault(name, []).append((k, pickle.loads(buf.to_bytes())))
 
 def parts_merge(name):
-    parts = [p for _, p in sorted(_parts.pop(name), key=lambda kp: kp[0])]
-    merged = merge_ranges(parts)
-    merged.plan = _d.plan
-    _d.sources[name] = merged
+    _d.adopt_ranges(name, [p for _, p in sorted(_parts.pop(name), key=lambda kp: kp[0])])
 
 def start():
     global _d
