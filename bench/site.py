@@ -134,10 +134,7 @@ def make_checkout(dest: Path, n: int) -> Path:
         path = dest / "entries" / cat / f"{eid}.yaml"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
-    healthy = REPO / "tests" / "healthy"
-    if healthy.is_dir():
-        (dest / "tests").mkdir(exist_ok=True)
-        (dest / "tests" / "healthy").symlink_to(healthy)
+    (dest / "entries" / "healthy").symlink_to(REPO / "entries" / "healthy")
     return dest
 
 

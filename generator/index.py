@@ -11,14 +11,26 @@ import json
 import sys
 from pathlib import Path
 
-from .regexes import MIN_ANCHOR, choose_anchors, required_literals
-from .validate import healthy_logs, validate
+from .healthy import HealthyCorpus
+from .regexes import MIN_ANCHOR, branch_options, choose_anchors, required_literals
+from .validate import validate
 
 INDEX_FORMAT = 1
-# Each scanned in a bytes.find pass of its own, always, so that an unknown failure
-# still yields its first error and last exception; signatures containing one ride
-# along for free. "ERROR" lines are found by the alternation (ERROR is added there).
-GENERIC_ANCHORS = ("rror",)
+# Lines that look like errors are candidates even when no signature knows them, so
+# that an unknown failure still yields its first error and last exception
+# (scan._ERRORISH decides). Each group is one prefilter key that the anchor choice
+# must cover like a signature: "ERROR" only before punctuation or a space, so that
+# TORCH_NCCL_ASYNC_ERROR_HANDLING, printed by every healthy rank, is not one.
+GENERIC_KEYS = {
+    "generic/Error": [["Error"]],                      # RuntimeError, Error:, torch.cuda.OutOfMemoryError
+    "generic/error:": [["rror:"]],                     # error: ..., fatal error: ...
+    "generic/ERROR": [["ERROR:"], ["ERROR "], ["ERROR]"], ["ERROR|"]],
+    "generic/Exception": [["xception"]],
+    "generic/FATAL": [["FATAL"]],
+}
+# A signature whose rarest required literal is on more than this share of some healthy
+# log's lines is split by its alternation, when that makes every branch rarer.
+SPLIT_ABOVE = 0.0005
 
 
 def _first_sentence(text: str) -> str:
@@ -29,21 +41,56 @@ def _first_sentence(text: str) -> str:
     return text
 
 
+def _keys_for(key: str, regex: str, lits: list[str], healthy: HealthyCorpus) -> dict[str, list[str]]:
+    """The prefilter keys of one signature: itself, or one per branch of an alternation
+    when its shared literal is common in healthy output and the branches' are not."""
+    if not healthy or not lits:
+        return {key: lits}
+    single = min(healthy.hit_stats(x[:40])[1] for x in lits)
+    if single <= SPLIT_ABOVE:
+        return {key: lits}
+    best = None
+    for split in branch_options(regex):
+        # a branch may be anchored by 3 characters ("br-"): it is one of several
+        branches = [[x for x in b if len(x) >= 3] for b in split]
+        if not all(branches):
+            continue
+        worst = max(min(healthy.hit_stats(x[:40])[1] for x in b) for b in branches)
+        if best is None or worst < best[0]:
+            best = (worst, branches)
+    if best is None or best[0] > single / 4:
+        return {key: lits}
+    return {f"{key}#{j}": b for j, b in enumerate(best[1])}
+
+
 def build_index(root: Path, entries) -> dict:
-    healthy = "\n".join(line for _, _, line in healthy_logs(root))
+    healthy = HealthyCorpus(root)
     sigs = []
     required: dict[str, list[str]] = {}
+    owner: dict[str, int] = {}        # prefilter key -> signature number
     for e in sorted(entries, key=lambda e: e.id):
         for s in e.data.get("signatures", []):
             key = f"{e.id}/{s['id']}"
             lits = [x for x in required_literals(s["regex"]) if len(x) >= MIN_ANCHOR]
-            required[key] = lits
             sigs.append({"entry": e.id, "id": s["id"], "regex": s["regex"],
                          "strength": s["strength"], "literal": lits[0] if lits else ""})
-    required["generic/ERROR"] = ["ERROR"]
-    anchors, finds, assigned = choose_anchors(required, healthy, extra=GENERIC_ANCHORS)
+            if s["strength"] == "context":
+                continue   # read from the head of each input only (scan.Source._head)
+            for k, v in _keys_for(key, s["regex"], lits, healthy).items():
+                required[k] = v
+                owner[k] = len(sigs) - 1
+    for key, groups in GENERIC_KEYS.items():
+        for j, lits in enumerate(groups):
+            required[f"{key}#{j}"] = lits
+    anchors, finds, assigned = choose_anchors(required, healthy)
     for s in sigs:
-        s["anchor"] = assigned[f"{s['entry']}/{s['id']}"]
+        s["anchors"] = []
+    for k, n in owner.items():
+        if assigned[k] not in sigs[n]["anchors"]:
+            sigs[n]["anchors"].append(assigned[k])
+    for s in sigs:
+        s["anchors"].sort()
+    rates = _candidate_rates(healthy, finds + anchors)
     out_entries = {}
     for e in sorted(entries, key=lambda e: e.id):
         d = e.data
@@ -71,10 +118,20 @@ def build_index(root: Path, entries) -> dict:
             "keywords": sorted(_keywords(d)),
         }
     body = {"faildex_index": INDEX_FORMAT, "find_anchors": finds,
-            "alt_anchors": anchors, "signatures": sigs, "entries": out_entries}
+            "alt_anchors": anchors, "signatures": sigs, "entries": out_entries,
+            "healthy_candidate_rates": rates}
     digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
     body["digest"] = digest
     return body
+
+
+def _candidate_rates(healthy: HealthyCorpus, anchors: list[str]) -> dict[str, float]:
+    """The share of each healthy log's lines that the prefilter makes candidates."""
+    hit: dict[str, set] = {name: set() for name in healthy.files}
+    for a in anchors:
+        for name, n, _ in healthy.lines_containing(a):
+            hit[name].add(n)
+    return {name: round(len(hit[name]) / max(1, len(lines)), 5) for name, lines in healthy.files.items()}
 
 
 def _keywords(d: dict) -> set[str]:
@@ -97,7 +154,7 @@ def build_index_or_exit(root: Path) -> dict:
 def _source_digest(root: Path) -> str:
     """A cheap fingerprint of everything the index depends on."""
     h = hashlib.sha256()
-    files = sorted((root / "entries").rglob("*")) + sorted((root / "tests" / "healthy").glob("*.log"))
+    files = sorted((root / "entries").rglob("*"))   # entries, their examples, and entries/healthy/
     files += sorted((root / "generator").glob("*.py"))
     for p in files:
         if p.is_file():

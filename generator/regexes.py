@@ -63,9 +63,16 @@ def _literals(items) -> list[str]:
                 runs.extend(_literals(inner))
         elif op in (C.MAX_REPEAT, C.MIN_REPEAT, C.POSSESSIVE_REPEAT):
             lo, hi, body = av
+            body = list(body)
+            if lo >= 1 and body and all(o is C.LITERAL for o, _ in body):
+                # " {6}" is six spaces: the run goes on through the fixed part
+                cur.extend(chr(a) for _ in range(min(lo, 64)) for _, a in body)
+                if hi != lo:
+                    flush()
+                continue
             flush()
             if lo >= 1:
-                runs.extend(_literals(list(body)))
+                runs.extend(_literals(body))
         elif op is C.BRANCH:
             flush()
             branches = [_literals(list(b)) for b in av[1]]
@@ -84,6 +91,45 @@ def required_literals(pattern: str) -> list[str]:
     parsed = P.parse(pattern)
     lits = [s for s in _literals(list(parsed)) if s]
     return sorted(set(lits), key=lambda s: (-len(s), s))
+
+
+def branch_options(pattern: str, max_branches: int = 10) -> list[list[list[str]]]:
+    """Ways to split a pattern by one of its alternations: for each top-level
+    alternation (bare, or in a group), the required literals of each branch's
+    matches, with the text around the alternation joined on. `'loss': (?:nan|inf)`
+    gives [[["'loss': nan"], ["'loss': inf"]]]: every match contains one of the two,
+    though only "'loss': " is common to all. The prefilter can then look for the
+    rare branch literals instead of the common shared one."""
+    def inline(items):
+        """Groups that are not repeated are just their content, in sequence."""
+        out = []
+        for op, av in items:
+            if op is C.SUBPATTERN:
+                out.extend(inline(list(av[-1])))
+            else:
+                out.append((op, av))
+        return out
+
+    parsed = inline(list(P.parse(pattern)))
+    out = []
+    for i, (op, av) in enumerate(parsed):
+        branches = None
+        if op is C.BRANCH:
+            branches = [inline(list(b)) for b in av[1]]
+        elif op is C.IN and av and all(o is C.LITERAL for o, _ in av):
+            branches = [[(C.LITERAL, a)] for _, a in av]     # [1-9] is 1|2|...|9
+        elif op is C.IN and len(av) == 1 and av[0][0] is C.RANGE and av[0][1][1] - av[0][1][0] < 10:
+            lo_c, hi_c = av[0][1]
+            branches = [[(C.LITERAL, a)] for a in range(lo_c, hi_c + 1)]
+        if not branches or len(branches) > max_branches or len(branches) < 2:
+            continue
+        per_branch = []
+        for b in branches:
+            seq = parsed[:i] + list(b) + parsed[i + 1:]
+            lits = sorted({x for x in _literals(seq) if x}, key=lambda x: (-len(x), x))
+            per_branch.append(lits)
+        out.append(per_branch)
+    return out
 
 
 def _is_wide(op, av) -> bool:
@@ -186,7 +232,7 @@ def backtracking_risks(pattern: str) -> list[str]:
     return sorted(set(reasons))
 
 
-def choose_anchors(required: dict[str, list[str]], healthy_text: str = "",
+def choose_anchors(required: dict[str, list[str]], healthy=None,
                    extra: tuple[str, ...] = ()) -> tuple[list[str], list[str], dict[str, str]]:
     """Pick the literal anchors of the engine's prefilter; each pattern contains one.
 
@@ -196,46 +242,57 @@ def choose_anchors(required: dict[str, list[str]], healthy_text: str = "",
     C loop skips every byte that cannot start an anchor. The alternation's cost is
     set by its distinct first characters: a rare one ("W", "_", "(") is nearly
     free, a common letter ("i", "m") makes the loop stop at every few bytes and
-    costs more than several find passes. Greedy set cover over the substrings of
-    each pattern's required literals; each candidate is costed both ways (in
-    units of one find pass) and placed where it is cheaper. Anchors that occur in
-    healthy output cost extra: each hit is a candidate line to decode and test.
+    costs more than several find passes. Every line holding an anchor is a
+    candidate, decoded and tested in Python (~20 us, i.e. 0.02 find passes per
+    candidate per MB), so an anchor that healthy jobs print costs its hit rate in
+    the healthy corpus (generator.healthy), and one that makes a noticeable share
+    of any one healthy log's lines candidates costs far more.
 
-    `extra` anchors always get a find pass. Returns (alternation anchors, find
-    anchors including extra, key -> anchor).
+    Greedy set cover (lazily re-evaluated) over the substrings of each pattern's
+    required literals; each candidate is costed both ways (in units of one find
+    pass) and placed where it is cheaper. `extra` anchors always get a find pass.
+    Returns (alternation anchors, find anchors including extra, key -> anchor).
     """
+    import heapq
+
     candidates: dict[str, set[str]] = {}
     for key, lits in required.items():
         for lit in lits:
+            if len(lit) == 3 and lit.strip() == lit:
+                candidates.setdefault(lit, set()).add(key)   # a short branch literal ("br-")
             for length in range(MIN_ANCHOR, min(len(lit), 20) + 1):
                 for i in range(len(lit) - length + 1):
                     sub = lit[i:i + length]
                     if sub.strip() != sub or not sub.strip():
                         continue
                     candidates.setdefault(sub, set()).add(key)
-    sample = healthy_text or "x"
-    sample_mb = len(sample) / 1e6
+    mb = max(healthy.total_bytes / 1e6, 0.01) if healthy else 0.01
     char_freq: dict[str, float] = {}
-    hits: dict[str, float] = {}
     used_first: set[str] = set()
 
-    def costs(sub: str) -> tuple[float, str]:
+    def placement(sub: str) -> tuple[float, str]:
         c = sub[0]
         if c not in char_freq:
-            # floor: a character absent from the small sample is still not free
-            char_freq[c] = max(sample.count(c) / len(sample), 0.0005)
-        if sub not in hits:
-            hits[sub] = sample.count(sub) / sample_mb
-        short = 0.1 * (7 - len(sub)) if len(sub) < 7 else 0.0
-        # Plain lowercase words ("f the", "quire") are everywhere in real logs (warnings,
-        # tracebacks) even where the small healthy sample has none of them.
-        plain = 1.0 if len(sub) < 10 and all(ch.islower() or ch == " " for ch in sub) else 0.0
-        common = 0.02 * hits[sub] + short + plain
+            # floor: a character absent from the sample is still not free
+            char_freq[c] = max(healthy.char_freq(c) if healthy else 0.0, 0.0005)
         alt = 0.2 + (0.05 if c in used_first else 200 * char_freq[c])
         find = 1.0 + 0.05 * max(0, 12 - len(sub))   # longer needles skip faster
-        return (alt + common, "alt") if alt <= find else (find + common, "find")
+        return (alt, "alt") if alt <= find else (find, "find")
 
-    uncovered = {k for k, lits in required.items() if any(len(x) >= MIN_ANCHOR for x in lits)}
+    def base(sub: str) -> float:
+        short = 0.1 * (7 - len(sub)) if len(sub) < 7 else 0.0
+        # Plain lowercase words ("f the", "quire") are everywhere in real logs (warnings,
+        # tracebacks) even where the healthy corpus has none of them.
+        plain = 1.0 if len(sub) < 10 and all(ch.islower() or ch == " " for ch in sub) else 0.0
+        return short + plain
+
+    def cost(sub: str) -> tuple[float, str]:
+        where_cost, where = placement(sub)
+        hits, worst = healthy.hit_stats(sub) if healthy else (0, 0.0)
+        return where_cost + base(sub) + 0.02 * hits / mb + 400 * worst, where
+
+    uncovered = {k for k, lits in required.items() if any(x in candidates for x in lits)
+                 or any(len(x) >= MIN_ANCHOR for x in lits)}
     alt_anchors: list[str] = []
     find_anchors: list[str] = list(extra)
     assigned: dict[str, str] = {}
@@ -244,17 +301,47 @@ def choose_anchors(required: dict[str, list[str]], healthy_text: str = "",
             if any(a in lit for lit in required[key]):
                 assigned[key] = a
                 uncovered.discard(key)
-    while uncovered:
-        best = max(
-            (s for s in candidates if candidates[s] & uncovered),
-            key=lambda s: (len(candidates[s] & uncovered) / costs(s)[0], len(s), s),
-        )
-        if costs(best)[1] == "alt":
-            alt_anchors.append(best)
-            used_first.add(best[0])
+    # upper bounds first: the cheapest a substring could ever be (placed for 0.25)
+    heap = [(-len(keys & uncovered) / (0.25 + base(s)), -len(s), s)
+            for s, keys in candidates.items() if keys & uncovered]
+    heapq.heapify(heap)
+    while uncovered and heap:
+        _, neg_len, sub = heapq.heappop(heap)
+        cover = candidates[sub] & uncovered
+        if not cover:
+            continue
+        c, where = cost(sub)
+        score = len(cover) / c
+        if heap and score < -heap[0][0]:
+            heapq.heappush(heap, (-score, neg_len, sub))   # re-evaluated later if still good
+            continue
+        if where == "alt":
+            alt_anchors.append(sub)
+            used_first.add(sub[0])
         else:
-            find_anchors.append(best)
-        for key in candidates[best] & uncovered:
-            assigned[key] = best
-        uncovered -= candidates[best]
+            find_anchors.append(sub)
+        for key in cover:
+            assigned[key] = sub
+        uncovered -= cover
+    # The greedy prices one anchor at a time, so it never pays for a common first
+    # character once to move many find passes into the alternation: do that here.
+    extra_set = set(extra)
+    while True:
+        by_first: dict[str, list[str]] = {}
+        for a in find_anchors:
+            if a not in extra_set:
+                by_first.setdefault(a[0], []).append(a)
+        best_move = None
+        for c, group in by_first.items():
+            saved = sum(placement(a)[0] if placement(a)[1] == "find" else 1.0 for a in group)
+            added = 0.05 * len(group) + (0 if c in used_first else 0.2 + 200 * char_freq.get(c, 0.0005))
+            if saved - added > 0 and (best_move is None or saved - added > best_move[0]):
+                best_move = (saved - added, c, group)
+        if best_move is None:
+            break
+        _, c, group = best_move
+        used_first.add(c)
+        for a in group:
+            find_anchors.remove(a)
+            alt_anchors.append(a)
     return sorted(alt_anchors), find_anchors, assigned

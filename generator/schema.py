@@ -143,7 +143,7 @@ SIGNATURE = Obj((
       "consequence; it attaches to the diagnosis and never makes it. context: printed by "
       "healthy runs as well (a config banner, the interface NCCL chose); only its named "
       "groups are used, as facts for discriminators. Defining and supporting lines must "
-      "never appear in healthy output (tests/healthy/).", required=True),
+      "never appear in healthy output (entries/healthy/).", required=True),
     F("source", Str(),
       "Where this exact text was verified: upstream file (repo/path) or the URL of a real "
       "report. Reviewers check it.", required=True),

@@ -24,6 +24,8 @@ Codes
                                       FDX031 case-insensitive signature
                                       FDX032 version range is empty
                                       FDX033 look-alike not linked back
+                                    FDX034 context signature on most healthy lines
+                                    FDX035 discriminator fact nothing extracts
 """
 from __future__ import annotations
 
@@ -32,30 +34,31 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from . import schema as S
+from .healthy import HealthyCorpus, engine_module
 from .loader import Entry, Problem, load_all
 from .regexes import MIN_ANCHOR, backtracking_risks, required_literals
 
 Check = Callable[[Entry, "Context"], Iterator[Problem]]
+# facts the engine reads from any log line (versions, launcher, sizes)
+CONTEXT_FACTS = frozenset(f for f, _, _ in engine_module("context").PATTERNS)
 
 
 class Context:
     """What checks need beyond one entry: all ids, and healthy training output."""
 
-    def __init__(self, root: Path, entries: list[Entry], healthy_lines: list[tuple[str, int, str]]):
+    def __init__(self, root: Path, entries: list[Entry], healthy: HealthyCorpus):
         self.root = root
         self.entries = entries
         self.ids = {e.id for e in entries}
-        self.healthy_lines = healthy_lines  # (file, line number, text)
-
-
-def healthy_logs(root: Path) -> list[tuple[str, int, str]]:
-    """Lines of known-good training runs kept in tests/healthy/."""
-    lines = []
-    for path in sorted((root / "tests" / "healthy").glob("*.log")):
-        text = path.read_text(encoding="utf-8", errors="replace")
-        for n, line in enumerate(text.splitlines(), 1):
-            lines.append((str(path.relative_to(root)), n, line))
-    return lines
+        self.healthy = healthy   # entries/healthy/: real output of runs that did not fail
+        # every fact the engine can know: named groups of all signatures, context facts
+        self.facts = set(CONTEXT_FACTS)
+        for e in entries:
+            for _, sig in _signatures(e):
+                try:
+                    self.facts |= set(re.compile(sig["regex"]).groupindex)
+                except (re.error, TypeError):
+                    pass
 
 
 # ---------------------------------------------------------------- structure
@@ -248,17 +251,50 @@ def check_signature_backtracking(entry: Entry, ctx: Context) -> Iterator[Problem
                                 f"on hostile lines: {reason}")
 
 
+def _compiled_with_literal(sig: dict):
+    try:
+        rx = re.compile(sig["regex"])
+    except (re.error, TypeError):
+        return None, ""
+    lits = required_literals(sig["regex"])
+    return rx, (lits[0] if lits else "")
+
+
 def check_signature_not_in_healthy(entry: Entry, ctx: Context) -> Iterator[Problem]:
+    """Lines are tried whole and with their launcher prefixes peeled off."""
     for i, sig in _signatures(entry):
         if sig.get("strength") not in ("defining", "supporting"):
             continue
-        rx = re.compile(sig["regex"])
-        for file, n, line in ctx.healthy_lines:
-            if rx.search(line):
-                yield entry.problem(("signatures", i, "regex"), "FDX016",
-                                    f"{sig.get('strength')} signature {sig.get('id')!r} matches healthy "
-                                    f"output {file}:{n}: {line.strip()[:120]!r}; make it specific to "
-                                    f"the failure, or use strength: context if it is only a source of facts")
+        rx, literal = _compiled_with_literal(sig)
+        if rx is None:
+            continue
+        for file, n, line in ctx.healthy.matches(rx, literal):
+            yield entry.problem(("signatures", i, "regex"), "FDX016",
+                                f"{sig.get('strength')} signature {sig.get('id')!r} matches healthy "
+                                f"output {file}:{n}: {line.strip()[:120]!r}; make it specific to "
+                                f"the failure, or use strength: context if it is only a source of facts")
+            break
+
+
+def check_context_signature_not_on_most_lines(entry: Entry, ctx: Context) -> Iterator[Problem]:
+    """A context signature that matches most lines of a healthy log costs every scan a
+    regex per line and says nothing about this run: narrow it to the line that states
+    the fact."""
+    for i, sig in _signatures(entry):
+        if sig.get("strength") != "context":
+            continue
+        rx, literal = _compiled_with_literal(sig)
+        if rx is None:
+            continue
+        per_file: dict[str, int] = {}
+        for file, _, _ in ctx.healthy.matches(rx, literal):
+            per_file[file] = per_file.get(file, 0) + 1
+        for file, hits in sorted(per_file.items()):
+            total = len(ctx.healthy.files[file])
+            if total >= 50 and hits * 2 > total:
+                yield entry.problem(("signatures", i, "regex"), "FDX034",
+                                    f"context signature {sig.get('id')!r} matches {hits} of the {total} "
+                                    f"lines of healthy log {file}: match only the line that states the fact")
                 break
 
 
@@ -305,10 +341,11 @@ def check_examples_match(entry: Entry, ctx: Context) -> Iterator[Problem]:
                                 "no defining or supporting signature of this entry matches any line "
                                 "of this example: the example or the signatures are wrong")
     for i, s, rx in sigs:
-        if s.get("strength") == "defining" and not any(rx.search(ln) for lines in texts for ln in lines):
+        if s.get("strength") in ("defining", "supporting") and \
+                not any(rx.search(ln) for lines in texts for ln in lines):
             yield entry.problem(("signatures", i, "regex"), "FDX020",
-                                f"defining signature {s.get('id')!r} matches no example: add the "
-                                f"real log that shows it")
+                                f"{s.get('strength')} signature {s.get('id')!r} matches no example: add "
+                                f"the real log that shows it")
 
 
 # ---------------------------------------------------------------- discriminators, versions
@@ -317,6 +354,16 @@ def check_discriminator_facts(entry: Entry, ctx: Context) -> Iterator[Problem]:
     for i, dis in enumerate(entry.data.get("discriminators") or []):
         if not isinstance(dis, dict):
             continue
+        named = [dis["fact"]] if isinstance(dis.get("fact"), str) else []
+        if isinstance(dis.get("compare"), str):
+            named += re.findall(r"[a-z][a-z0-9_]*", dis["compare"])[:1] + \
+                re.findall(r"[a-z][a-z0-9_]*", dis["compare"])[-1:]
+        for fact in named:
+            if fact not in ctx.facts:
+                yield entry.problem(("discriminators", i), "FDX035",
+                                    f"fact {fact!r} is extracted by nothing: no signature has a named "
+                                    f"group of that name and it is not a context fact "
+                                    f"({', '.join(sorted(CONTEXT_FACTS)[:6])}, ...)")
         if ("fact" in dis) != ("here_pattern" in dis):
             yield entry.problem(("discriminators", i), "FDX027",
                                 "`fact` and `here_pattern` go together: give both or neither")
@@ -350,6 +397,7 @@ CHECKS: list[Check] = [
     check_signature_anchor,
     check_signature_backtracking,
     check_signature_not_in_healthy,
+    check_context_signature_not_on_most_lines,
     check_example_files,
     check_examples_match,
     check_discriminator_facts,
@@ -394,7 +442,7 @@ def check_lookalikes_link_back(entries: list[Entry]) -> Iterator[Problem]:
 
 
 def validate_entries(root: Path, entries: list[Entry]) -> list[Problem]:
-    ctx = Context(root, entries, healthy_logs(root))
+    ctx = Context(root, entries, HealthyCorpus(root))
     problems = list(check_duplicate_ids(entries)) + list(check_lookalikes_link_back(entries))
     for entry in entries:
         for check in CHECKS:

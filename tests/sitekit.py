@@ -25,10 +25,8 @@ def make_root(dest: Path, *entry_trees: Path) -> Path:
     (dest / "entries").mkdir(parents=True, exist_ok=True)
     for tree in entry_trees:
         shutil.copytree(tree, dest / "entries", dirs_exist_ok=True)
-    healthy = REPO / "tests" / "healthy"
-    if healthy.is_dir():
-        (dest / "tests").mkdir(exist_ok=True)
-        (dest / "tests" / "healthy").symlink_to(healthy)
+    if not (dest / "entries" / "healthy").exists():
+        (dest / "entries" / "healthy").symlink_to(REPO / "entries" / "healthy")
     return dest
 
 

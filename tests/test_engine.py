@@ -130,12 +130,25 @@ def test_empty_and_binary_inputs(index):
     assert r["primary"] is None and r["inputs"][0]["status"] == "binary"
 
 
-def test_healthy_logs_have_no_primary(index):
-    logs = sorted((ROOT / "tests" / "healthy").glob("*.log"))
-    assert logs, "tests/healthy/ must hold healthy training logs"
-    r = diagnose([str(p) for p in logs], index)
+HEALTHY = sorted((ROOT / "entries" / "healthy").glob("*.log"))
+
+
+@pytest.mark.parametrize("log", HEALTHY, ids=lambda p: p.name)
+def test_healthy_log_has_no_diagnosis_and_few_candidates(index, log):
+    """A healthy run is diagnosed as nothing, and the prefilter passes at most 1% of its
+    lines to the signatures (what makes NCCL_DEBUG=INFO or vLLM request logs fast)."""
+    r = diagnose([str(log)], index)
     assert r["primary"] is None, r["primary"]
     assert r["alternatives"] == []
+    got = r["inputs"][0]
+    assert got["candidates"] <= max(1, 0.01 * got["lines"]), \
+        f"{got['candidates']} of {got['lines']} lines were candidates"
+    recorded = index["healthy_candidate_rates"][f"entries/healthy/{log.name}"]
+    assert recorded <= 0.01
+
+
+def test_healthy_corpus_is_there():
+    assert len(HEALTHY) >= 40, "entries/healthy/ must hold the healthy corpus"
 
 
 def test_json_is_deterministic(index, tmp_path):

@@ -581,10 +581,7 @@ def test_contributing_example_entry_validates(tmp_path):
     path = tmp_path / "entries" / cat / f"{eid}.yaml"
     path.parent.mkdir(parents=True)
     path.write_text(blocks[0], encoding="utf-8")
-    healthy = REPO / "tests" / "healthy"
-    if healthy.is_dir():
-        (tmp_path / "tests").mkdir()
-        (tmp_path / "tests" / "healthy").symlink_to(healthy)
+    (tmp_path / "entries" / "healthy").symlink_to(REPO / "entries" / "healthy")
     entries, problems = validate(tmp_path)
     assert [e.id for e in entries] == [eid]
     assert [str(p) for p in problems if p.code != "FDX013"] == []

@@ -20,7 +20,7 @@ MODEL = ROOT / "entries" / "rendezvous" / "torchrun-rendezvous-timeout.yaml"
 def checkout(tmp_path):
     """A minimal checkout: the model entry, its link targets as stubs, healthy logs."""
     (tmp_path / "entries" / "rendezvous").mkdir(parents=True)
-    shutil.copytree(ROOT / "tests" / "healthy", tmp_path / "tests" / "healthy")
+    shutil.copytree(ROOT / "entries" / "healthy", tmp_path / "entries" / "healthy")
     shutil.copy(MODEL, tmp_path / "entries" / "rendezvous" / MODEL.name)
     # Link targets of the model entry, copied as real entries so links resolve.
     from ruamel.yaml import YAML

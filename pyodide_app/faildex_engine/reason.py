@@ -360,7 +360,8 @@ def build_report(index: dict, sources: list, baseline: list | None = None) -> di
     report = {
         "faildex_report": REPORT_FORMAT,
         "index": index.get("digest", ""),
-        "inputs": [{"name": s.name, "bytes": s.bytes, "lines": s.lines, "status": s.status,
+        "inputs": [{"name": s.name, "bytes": s.bytes, "lines": s.lines, "candidates": s.candidates,
+                    "status": s.status,
                     "messages": s.messages} for s in sources],
         "primary": brief(primary) if primary else None,
         "alternatives": [brief(c) for c in alternatives],

@@ -58,9 +58,16 @@ class Plan:
         every = sorted({a.encode() for a in find + alt})
         self.which_rx = re.compile(b"(?=(" + _trie(every) + b"))") if every else None
         self.sigs_by_anchor: dict[bytes, list] = {a: [] for a in every}
+        # Context signatures (lines healthy runs print too, read only for their facts)
+        # are not in the prefilter: they are tried on the lines of the head of each
+        # input that hold their literal, like the version patterns of context.py.
+        self.context_sigs: list[tuple[int, dict, re.Pattern, bytes]] = []
         for n, s in enumerate(index["signatures"]):
             rx = re.compile(s["regex"])
-            self.sigs_by_anchor[s["anchor"].encode()].append((n, s, rx, s["literal"]))
+            if s["strength"] == "context":
+                self.context_sigs.append((n, s, rx, s["literal"].encode()))
+            for a in s["anchors"]:
+                self.sigs_by_anchor[a.encode()].append((n, s, rx, s["literal"]))
         self.longer: dict[bytes, list[bytes]] = {
             a: [b for b in every if b != a and b.startswith(a)] for a in every}
         self.context_keys = [k.encode() for k in context.KEYS]
@@ -272,6 +279,22 @@ class Source:
                 start, stop = _segment(region, pos)
                 context.extract(strip_ansi(region[start:stop].decode("utf-8", "replace")), self.facts)
                 pos = region.find(key, stop)
+        line_base = self.lines
+        for n, sig, rx, literal in self.plan.context_sigs:
+            pos = region.find(literal) if literal else -1
+            counted_to, line_no = 0, line_base
+            while pos != -1:
+                start, stop = _segment(region, pos)
+                text = strip_ansi(region[start:stop].decode("utf-8", "replace")).rstrip("\r\n")
+                m = rx.search(text)
+                if m:
+                    line_no += region.count(b"\n", counted_to, start)
+                    counted_to = start
+                    meta, _ = parse_prefix(text)
+                    facts = {k: v for k, v in m.groupdict().items() if v is not None}
+                    self._record(n, dict(self._where(line_no + 1, text, meta), facts=facts,
+                                         before=[], after=[]))
+                pos = region.find(literal, stop + 1)
 
     def _candidate(self, buf: bytes, start: int, stop: int, line_no: int, anchors: list) -> None:
         raw = buf[start:stop]
@@ -286,11 +309,16 @@ class Source:
             self.ranks.add(meta["rank"])
         context.extract(text, self.facts)
         where = None
+        tried: set[int] = set()
         for a in anchors:
             for n, sig, rx, literal in self.plan.sigs_by_anchor[a]:
-                if literal and literal not in text:
+                if n in tried or (literal and literal not in text):
                     continue
+                tried.add(n)
+                # `^` in a signature means the start of the message, after any prefix
                 m = rx.search(text)
+                if m is None and rest is not text and sig["regex"][:1] == "^":
+                    m = rx.search(rest)
                 if not m:
                     continue
                 if where is None:
@@ -303,7 +331,7 @@ class Source:
                     self._record(n, finding)
                 else:
                     self._record(n, self._later(finding, start, stop))
-        if "rror" in text or "RROR" in text or "xception" in text:
+        if "rror" in text or "RROR" in text or "xception" in text or "FATAL" in text:
             self._error_like(buf, start, stop, line_no, text, meta, rest)
         if self.collect_shapes:
             sh = fold(rest)
@@ -430,6 +458,7 @@ def merge_ranges(parts: list[Source]) -> Source:
         if part.last_exception:
             head.last_exception = dict(part.last_exception, line=part.last_exception["line"] + shift)
         head.error_lines += part.error_lines
+        head.candidates += part.candidates
         for sh, where in part.shapes.items():
             if sh not in head.shapes and len(head.shapes) < MAX_SHAPES:
                 head.shapes[sh] = dict(where, line=where["line"] + shift)

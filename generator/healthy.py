@@ -1,0 +1,153 @@
+"""The healthy corpus: real output of runs that did not fail (entries/healthy/).
+
+It is product data, not a test fixture: the validator rejects a defining or
+supporting signature that matches one of its lines (FDX016) and a context
+signature that matches most lines of one log (FDX035); the index chooses the
+scanner's anchors so that lines healthy jobs print by the hundred thousand are
+not candidates, and records the candidate rate each healthy log gets.
+
+Lines are read the way the engine reads them: split on \\n and \\r, ANSI colour
+codes removed. Signatures are tried on the whole line and on the line with its
+launcher prefixes (`[rank3]:`, timestamps, `srun -l`) peeled off.
+"""
+from __future__ import annotations
+
+import bisect
+import re
+import sys
+from functools import cached_property
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+HEALTHY_DIR = Path("entries") / "healthy"
+_DIGITS = re.compile(r"[0-9]+")
+
+
+def engine_module(name: str):
+    """A module of the engine (pure Python, beside the generator in this checkout)."""
+    import importlib
+    if str(ROOT / "pyodide_app") not in sys.path:
+        sys.path.insert(0, str(ROOT / "pyodide_app"))
+    return importlib.import_module(f"faildex_engine.{name}")
+
+
+def _engine_lines():
+    lines = engine_module("lines")
+    return lines.parse_prefix, lines.strip_ansi
+
+
+def fold(text: str) -> str:
+    """Digits folded to one 0: lines that differ only in numbers share a shape."""
+    return _DIGITS.sub("0", text)
+
+
+class HealthyCorpus:
+    def __init__(self, root: Path):
+        parse_prefix, strip_ansi = _engine_lines()
+        self.files: dict[str, list[str]] = {}
+        for path in sorted((root / HEALTHY_DIR).glob("*.log")):
+            raw = path.read_text(encoding="utf-8", errors="replace")
+            self.files[str(path.relative_to(root))] = [strip_ansi(x) for x in re.split(r"\r\n|\n|\r", raw)
+                                                       if x.strip()]
+        self._parse_prefix = parse_prefix
+        self._stats: dict[str, tuple[int, float]] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self.files)
+
+    @property
+    def total_lines(self) -> int:
+        return sum(len(v) for v in self.files.values())
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(len(x) + 1 for v in self.files.values() for x in v)
+
+    @cached_property
+    def _joined(self) -> tuple[str, list[int], list[tuple[str, int]]]:
+        """All lines, one per text line, with their start offsets and (file, number)."""
+        parts, starts, where, pos = [], [], [], 0
+        for name, lines in self.files.items():
+            for n, line in enumerate(lines, 1):
+                starts.append(pos)
+                where.append((name, n))
+                parts.append(line)
+                pos += len(line) + 1
+        return "\n".join(parts), starts, where
+
+    def lines_containing(self, literal: str):
+        """(file, line number, line) of every line that contains literal."""
+        text, starts, where = self._joined
+        pos, last = text.find(literal), -1
+        while pos != -1:
+            i = bisect.bisect_right(starts, pos) - 1
+            if i != last:
+                last = i
+                end = text.find("\n", pos)
+                yield where[i][0], where[i][1], text[starts[i]:end if end != -1 else len(text)]
+            pos = text.find(literal, pos + 1)
+
+    def matches(self, rx: re.Pattern, literal: str = ""):
+        """Lines the signature regex matches, whole or with prefixes peeled off."""
+        source = self.lines_containing(literal) if literal else (
+            (name, n, line) for name, lines in self.files.items() for n, line in enumerate(lines, 1))
+        for name, n, line in source:
+            if rx.search(line) or rx.search(self._parse_prefix(line)[1]):
+                yield name, n, line
+
+    # ---- statistics for the anchor choice (digits folded, identical shapes counted once)
+
+    @cached_property
+    def _shapes(self) -> tuple[str, list[int], list[dict[str, int]]]:
+        counts: dict[str, dict[str, int]] = {}
+        for name, lines in self.files.items():
+            for line in lines:
+                per = counts.setdefault(fold(line), {})
+                per[name] = per.get(name, 0) + 1
+        shapes = sorted(counts)
+        starts, pos = [], 0
+        for s in shapes:
+            starts.append(pos)
+            pos += len(s) + 1
+        return "\n".join(shapes), starts, [counts[s] for s in shapes]
+
+    def hit_stats(self, sub: str) -> tuple[int, float]:
+        """(lines holding sub in the whole corpus, the highest fraction of one log's lines)."""
+        if sub in self._stats:
+            return self._stats[sub]
+        if any(ch.isdigit() for ch in sub):
+            # folding would count "to 0" lines for "to 1": count exactly
+            exact: dict[str, int] = {}
+            for name, _, _ in self.lines_containing(sub):
+                exact[name] = exact.get(name, 0) + 1
+            worst = max((c / len(self.files[n]) for n, c in exact.items()), default=0.0)
+            self._stats[sub] = (sum(exact.values()), worst)
+            return self._stats[sub]
+        text, starts, weights = self._shapes
+        needle = fold(sub)
+        per_file: dict[str, int] = {}
+        pos, last = text.find(needle), -1
+        while pos != -1:
+            i = bisect.bisect_right(starts, pos) - 1
+            if i != last:
+                last = i
+                for name, c in weights[i].items():
+                    per_file[name] = per_file.get(name, 0) + c
+            pos = text.find(needle, pos + 1)
+        total = sum(per_file.values())
+        worst = max((c / len(self.files[n]) for n, c in per_file.items()), default=0.0)
+        self._stats[sub] = (total, worst)
+        return self._stats[sub]
+
+    @cached_property
+    def _char_sample(self) -> str:
+        """Up to 3000 evenly spaced lines of each log: character frequencies as printed."""
+        out = []
+        for lines in self.files.values():
+            step = max(1, len(lines) // 3000)
+            out.extend(lines[::step])
+        return "\n".join(out)
+
+    def char_freq(self, ch: str) -> float:
+        text = self._char_sample
+        return text.count(ch) / max(1, len(text))
