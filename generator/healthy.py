@@ -21,6 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 HEALTHY_DIR = Path("entries") / "healthy"
 _DIGITS = re.compile(r"[0-9]+")
+GRAM = 4
 
 
 def engine_module(name: str):
@@ -111,6 +112,19 @@ class HealthyCorpus:
             pos += len(s) + 1
         return "\n".join(shapes), starts, [counts[s] for s in shapes]
 
+    @cached_property
+    def _shape_list(self) -> list[str]:
+        return self._shapes[0].split("\n")
+
+    @cached_property
+    def _grams(self) -> dict[str, list[int]]:
+        """4-gram -> the shapes that hold it (an inverted index for hit_stats)."""
+        grams: dict[str, list[int]] = {}
+        for i, shape in enumerate(self._shape_list):
+            for g in {shape[j:j + GRAM] for j in range(len(shape) - GRAM + 1)}:
+                grams.setdefault(g, []).append(i)
+        return grams
+
     def hit_stats(self, sub: str) -> tuple[int, float]:
         """(lines holding sub in the whole corpus, the highest fraction of one log's lines)."""
         if sub in self._stats:
@@ -126,14 +140,22 @@ class HealthyCorpus:
         text, starts, weights = self._shapes
         needle = fold(sub)
         per_file: dict[str, int] = {}
-        pos, last = text.find(needle), -1
-        while pos != -1:
-            i = bisect.bisect_right(starts, pos) - 1
-            if i != last:
-                last = i
-                for name, c in weights[i].items():
-                    per_file[name] = per_file.get(name, 0) + c
-            pos = text.find(needle, pos + 1)
+        if len(needle) >= GRAM:
+            # the shapes that hold the needle's rarest 4-gram, checked one by one
+            postings = min((self._grams.get(needle[i:i + GRAM], ()) for i in range(len(needle) - GRAM + 1)),
+                           key=len)
+            shapes = self._shape_list
+            hits = [i for i in postings if needle in shapes[i]]
+        else:
+            hits, pos = [], text.find(needle)
+            while pos != -1:
+                i = bisect.bisect_right(starts, pos) - 1
+                if not hits or hits[-1] != i:
+                    hits.append(i)
+                pos = text.find(needle, pos + 1)
+        for i in hits:
+            for name, c in weights[i].items():
+                per_file[name] = per_file.get(name, 0) + c
         total = sum(per_file.values())
         worst = max((c / len(self.files[n]) for n, c in per_file.items()), default=0.0)
         self._stats[sub] = (total, worst)

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import re
 import sys
 from pathlib import Path
 
-from .healthy import HealthyCorpus
+from .healthy import HealthyCorpus, engine_module
 from .regexes import MIN_ANCHOR, branch_options, choose_anchors, required_literals
 from .validate import validate
 
@@ -27,6 +29,8 @@ GENERIC_KEYS = {
     "generic/ERROR": [["ERROR:"], ["ERROR "], ["ERROR]"], ["ERROR|"]],
     "generic/Exception": [["xception"]],
     "generic/FATAL": [["FATAL"]],
+    # a clean finish (context.py: run_completed) vetoes a diagnosis built on warnings
+    "generic/completed": [["WorkerState.SUCCEEDED"], ["Training completed"], ["stopped: `max_epochs"]],
 }
 # A signature whose rarest required literal is on more than this share of some healthy
 # log's lines is split by its alternation, when that makes every branch rarer.
@@ -91,6 +95,7 @@ def build_index(root: Path, entries) -> dict:
     for s in sigs:
         s["anchors"].sort()
     rates = _candidate_rates(healthy, finds + anchors)
+    vectors = _text_vectors(entries)
     out_entries = {}
     for e in sorted(entries, key=lambda e: e.id):
         d = e.data
@@ -102,8 +107,11 @@ def build_index(root: Path, entries) -> dict:
             "quick_answer": " ".join(d["quick_answer"].split()),
             "cause": _first_sentence(d["root_cause"]),
             "downstream": bool(d.get("downstream", False)),
+            "wrapper": bool(d.get("wrapper", False)),
             "next_action": {"do": fix["do"], "command": fix.get("command", ""),
                             "why": " ".join(fix.get("why", "").split())},
+            "fix": [{"do": f["do"], "command": f.get("command", ""), "why": " ".join(f.get("why", "").split()),
+                     "when": f.get("when", ""), "upgrade": bool(f.get("upgrade", False))} for f in d["fix"]],
             "confirm": [{"do": c["do"], "command": c.get("command", "")} for c in d["confirm"]],
             "affects": d.get("affects", []),
             "discriminators": [
@@ -116,6 +124,7 @@ def build_index(root: Path, entries) -> dict:
             "url": f"entries/{e.id}/",   # the entry page, relative to the site root
             # words of the entry, for "nearest entries" when nothing matched
             "keywords": sorted(_keywords(d)),
+            "text_vector": vectors[e.id],
         }
     body = {"faildex_index": INDEX_FORMAT, "find_anchors": finds,
             "alt_anchors": anchors, "signatures": sigs, "entries": out_entries,
@@ -132,6 +141,44 @@ def _candidate_rates(healthy: HealthyCorpus, anchors: list[str]) -> dict[str, fl
         for name, n, _ in healthy.lines_containing(a):
             hit[name].add(n)
     return {name: round(len(hit[name]) / max(1, len(lines)), 5) for name, lines in healthy.files.items()}
+
+
+_ERRORISH_LINE = re.compile(r"rror|xception|ailed|FATAL|[Tt]imed? ?out|[Kk]illed|[Ss]ignal|[Aa]bort|WARN")
+
+
+def _text_vectors(entries) -> dict[str, dict[str, float]]:
+    """Per entry, the tf-idf weights of the words of its messages: title, symptoms,
+    the literal text of its signatures and the error lines of its examples. The
+    engine compares a log's error lines with these when no signature decides."""
+    from .validate import example_text
+    tokens = engine_module("reason").tokens
+    docs: dict[str, dict[str, int]] = {}
+    for e in entries:
+        d = e.data
+        parts = [d["title"]] + [s["see"] for s in d.get("symptoms", [])]
+        for s in d.get("signatures", []):
+            parts += required_literals(s["regex"])
+        for ex in d.get("examples", []):
+            if ex.get("expect") not in (None, e.id):
+                continue
+            text = example_text(e, ex) or ""
+            parts += [ln for ln in text.splitlines() if _ERRORISH_LINE.search(ln)][:40]
+        counts: dict[str, int] = {}
+        for t in (t for part in parts for t in tokens(part)):
+            counts[t] = counts.get(t, 0) + 1
+        docs[e.id] = counts
+    n = len(docs)
+    df: dict[str, int] = {}
+    for counts in docs.values():
+        for t in counts:
+            df[t] = df.get(t, 0) + 1
+    out = {}
+    for eid, counts in docs.items():
+        vec = {t: (1 + math.log(c)) * math.log(n / df[t]) for t, c in counts.items() if df[t] < n}
+        norm = math.sqrt(sum(w * w for w in vec.values())) or 1.0
+        top = sorted(vec.items(), key=lambda kv: (-kv[1], kv[0]))[:60]
+        out[eid] = {t: round(w / norm, 4) for t, w in top}
+    return out
 
 
 def _keywords(d: dict) -> set[str]:

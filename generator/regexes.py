@@ -55,12 +55,15 @@ def _literals(items) -> list[str]:
         elif op is C.SUBPATTERN:
             sub = av[-1]
             inner = list(sub)
-            # A group made only of literals continues the current run.
-            if all(o is C.LITERAL for o, _ in inner):
-                cur.extend(chr(a) for _, a in inner)
-            else:
+            # A group made only of literals continues the current run; so do the
+            # literals a group starts with ("(?P<kv>-[0-9.]+)" continues with "-").
+            lead = 0
+            while lead < len(inner) and inner[lead][0] is C.LITERAL:
+                lead += 1
+            cur.extend(chr(a) for _, a in inner[:lead])
+            if lead < len(inner):
                 flush()
-                runs.extend(_literals(inner))
+                runs.extend(_literals(inner[lead:]))
         elif op in (C.MAX_REPEAT, C.MIN_REPEAT, C.POSSESSIVE_REPEAT):
             lo, hi, body = av
             body = list(body)
@@ -110,25 +113,42 @@ def branch_options(pattern: str, max_branches: int = 10) -> list[list[list[str]]
                 out.append((op, av))
         return out
 
+    def alternatives_at(op, av):
+        """The ways one item can match, as sequences; None when it is not a choice."""
+        if op is C.BRANCH:
+            return [inline(list(b)) for b in av[1]]
+        if op is C.IN and av and all(o is C.LITERAL for o, _ in av):
+            return [[(C.LITERAL, a)] for _, a in av]     # [1-9] is 1|2|...|9
+        if op is C.IN and len(av) == 1 and av[0][0] is C.RANGE and av[0][1][1] - av[0][1][0] < 10:
+            return [[(C.LITERAL, a)] for a in range(av[0][1][0], av[0][1][1] + 1)]
+        if op in (C.MAX_REPEAT, C.MIN_REPEAT) and av[0] == 0 and av[1] == 1:
+            return [inline(list(av[2])), []]              # x? is x|(nothing)
+        return None
+
+    def expand(seq, depth):
+        """Every sequence the choices of seq can make, choices resolved up to depth."""
+        for i, (op, av) in enumerate(seq):
+            alts = alternatives_at(op, av)
+            if alts and 2 <= len(alts) <= max_branches:
+                out = []
+                for b in alts:
+                    rest = seq[:i] + b + seq[i + 1:]
+                    out.extend(expand(rest, depth - 1) if depth > 1 else [rest])
+                return out
+        return [seq]
+
+    def lits_of(seq):
+        return sorted({x for x in _literals(seq) if x}, key=lambda x: (-len(x), x))
+
     parsed = inline(list(P.parse(pattern)))
     out = []
     for i, (op, av) in enumerate(parsed):
-        branches = None
-        if op is C.BRANCH:
-            branches = [inline(list(b)) for b in av[1]]
-        elif op is C.IN and av and all(o is C.LITERAL for o, _ in av):
-            branches = [[(C.LITERAL, a)] for _, a in av]     # [1-9] is 1|2|...|9
-        elif op is C.IN and len(av) == 1 and av[0][0] is C.RANGE and av[0][1][1] - av[0][1][0] < 10:
-            lo_c, hi_c = av[0][1]
-            branches = [[(C.LITERAL, a)] for a in range(lo_c, hi_c + 1)]
-        if not branches or len(branches) > max_branches or len(branches) < 2:
-            continue
-        per_branch = []
-        for b in branches:
-            seq = parsed[:i] + list(b) + parsed[i + 1:]
-            lits = sorted({x for x in _literals(seq) if x}, key=lambda x: (-len(x), x))
-            per_branch.append(lits)
-        out.append(per_branch)
+        alts = alternatives_at(op, av)
+        if alts and 2 <= len(alts) <= max_branches:
+            out.append([lits_of(parsed[:i] + b + parsed[i + 1:]) for b in alts])
+    deep = expand(parsed, 3)
+    if 2 <= len(deep) <= 3 * max_branches and len(out) > 1:
+        out.append([lits_of(seq) for seq in deep])
     return out
 
 
@@ -258,8 +278,10 @@ def choose_anchors(required: dict[str, list[str]], healthy=None,
     candidates: dict[str, set[str]] = {}
     for key, lits in required.items():
         for lit in lits:
-            if len(lit) == 3 and lit.strip() == lit:
-                candidates.setdefault(lit, set()).add(key)   # a short branch literal ("br-")
+            if (len(lit) == 3 or 20 < len(lit) <= 48) and lit.strip() == lit:
+                # a short branch literal ("br-"), or a whole long one when every part of
+                # it is printed by healthy jobs ("... set by environment to 1")
+                candidates.setdefault(lit, set()).add(key)
             for length in range(MIN_ANCHOR, min(len(lit), 20) + 1):
                 for i in range(len(lit) - length + 1):
                     sub = lit[i:i + length]
@@ -289,7 +311,8 @@ def choose_anchors(required: dict[str, list[str]], healthy=None,
     def cost(sub: str) -> tuple[float, str]:
         where_cost, where = placement(sub)
         hits, worst = healthy.hit_stats(sub) if healthy else (0, 0.0)
-        return where_cost + base(sub) + 0.02 * hits / mb + 400 * worst, where
+        # above 0.5% of some healthy log's lines an anchor breaks the 1% candidate budget
+        return where_cost + base(sub) + 0.02 * hits / mb + 400 * worst + (50 if worst > 0.005 else 0), where
 
     uncovered = {k for k, lits in required.items() if any(x in candidates for x in lits)
                  or any(len(x) >= MIN_ANCHOR for x in lits)}

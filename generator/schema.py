@@ -153,6 +153,13 @@ STEP = Obj((
     F("do", Str(), "The action, as an instruction.", required=True),
     F("command", Str(multiline=True), "A command, setting or code change to copy."),
     F("why", Str(multiline=True), "Why this works for this failure.", required=True),
+    F("when", Str(pattern=COMPARE),
+      "Optional: a comparison of two facts (as in a discriminator's `compare`) that must hold "
+      "for this step to be the next action, e.g. `allocated_by_pytorch < 0.5 * total_capacity`. "
+      "The diagnoser puts the first step whose condition holds first."),
+    F("upgrade", Bool(),
+      "True when the step is an upgrade (a newer release of some software): never offered as "
+      "the next action while a step that is not an upgrade exists."),
 ))
 
 CHECK = Obj((
@@ -175,7 +182,9 @@ EXAMPLE = Obj((
       "Where it comes from: `reproduced: <how>` for output made here, or the URL of the real "
       "report it was taken from.", required=True),
     F("expect", EntryRef(),
-      "The entry the engine must name as primary (default: this entry)."),
+      "The entry the engine must name as primary (default: this entry), or `none` when the "
+      "example is output that is not a failure on its own (an advisory warning) and must "
+      "get no diagnosis."),
 ), one_of_required=("log", "file"))
 
 REFERENCE = Obj((
@@ -209,6 +218,10 @@ ENTRY = Obj((
       "True when this failure is usually the report of another one (ChildFailedError, a "
       "watchdog timeout on ranks that waited): the engine prefers a cause found elsewhere "
       "in the logs and names this entry only when there is none."),
+    F("wrapper", Bool(),
+      "True when this entry's lines only say that a child process or a command failed "
+      "(ChildFailedError's summary, an exit-code triage, a generic CalledProcessError): the "
+      "engine never lets it outrank a specific finding, even a downstream one."),
     F("refines", List(EntryRef(), unique=True),
       "Entries this one is a special case of (an FSDP state-dict OOM is a CUDA OOM): when "
       "their defining signatures match the same line, this entry is preferred."),

@@ -190,7 +190,7 @@ def _links(entry: Entry) -> Iterator[tuple[tuple, str]]:
             if isinstance(target, str):
                 yield ("discriminators", i, "elsewhere", "entry"), target
     for i, ex in enumerate(d.get("examples") or []):
-        if isinstance(ex, dict) and isinstance(ex.get("expect"), str):
+        if isinstance(ex, dict) and isinstance(ex.get("expect"), str) and ex["expect"] != "none":
             yield ("examples", i, "expect"), ex["expect"]
     for i, r in enumerate(d.get("refines") or []):
         if isinstance(r, str):

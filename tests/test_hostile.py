@@ -50,7 +50,8 @@ NOISE = [
 @FAST
 @given(data=st.data())
 def test_noise_and_chunking_never_change_the_primary(index, entries, data):
-    e = data.draw(st.sampled_from(sorted(entries, key=lambda x: x.id)))
+    e = data.draw(st.sampled_from(sorted((x for x in entries if any(
+        ex.get("expect", x.id) == x.id for ex in x.data["examples"])), key=lambda x: x.id)))
     ex = data.draw(st.sampled_from([x for x in e.data["examples"] if x.get("expect", e.id) == e.id]))
     lines = example_text(e, ex).splitlines()
     expected = run(index, "\n".join(lines).encode())["primary"]

@@ -56,6 +56,10 @@ PATTERNS: list[tuple[str, str, re.Pattern]] = [(f, k, re.compile(r)) for f, k, r
     ("world_size", "world_size", r"world_size\s*[:=] ?(?P<v>\d+)"),
     ("world_size", "WORLD_SIZE", r"WORLD_SIZE\s*[:=] ?(?P<v>\d+)"),
     ("timeout_ms", "Timeout(ms)", r"Timeout\(ms\)=(?P<v>\d+)"),
+    # a clean finish: torchrun's agent, HF Trainer, Lightning (reason.rank: vetoes warnings)
+    ("run_completed", "WorkerState.SUCCEEDED", r"(?P<v>Local worker group finished \(WorkerState\.SUCCEEDED\))"),
+    ("run_completed", "Training completed", r"(?P<v>Training completed)\. Do not forget to share your model"),
+    ("run_completed", "stopped: `max_epochs", r"(?P<v>`Trainer\.fit` stopped: `max_epochs=\d+` reached)"),
 ]]
 
 KEYS = sorted({k for _, k, _ in PATTERNS})

@@ -1,23 +1,37 @@
 """From findings to a diagnosis: which failure started it, and how sure we are.
 
-Confidence is built from a few explainable parts, each named in `why`:
-  0.90  a defining signature matched (the line alone identifies the failure)
-  0.30  only supporting signatures matched (+0.1 per further one, at most 0.5);
-       context signatures (printed by healthy runs too) only add facts
- -0.25  for each other entry whose defining signature matched the same line
- +0.20  the entry refines another whose defining signature matched the same line
- +0.05  per supporting line kind on other lines than the defining one (at most 2)
- +0.05 / -0.35  the version in the log is inside / outside the affected range
- +0.05 / -0.25  a machine-checkable discriminator (a fact's pattern, or a comparison
-               of two facts) agrees / points elsewhere (+0.10 for that entry)
- -0.30  with --baseline: the line also appears in the good run
- x0.8   another independent failure was found and time cannot order the two
- x0.66, at most 0.60, when the best match is a downstream report (the cause is not in
-       the log); among downstream reports the strongest is named, then the earliest
+build_report() runs four stages, each small enough to read and test alone:
+  gather    findings of every input -> one Candidate per entry, facts, hosts, ranks
+  score     one function per rule below; each adds a named part and a sentence
+  rank      causes before downstream reports before wrappers; among close scores
+            the earliest; a clean completion vetoes a diagnosis built on warnings
+  assemble  the report's JSON shape (README: "JSON format")
+
+The rules (constants below, same names):
+  DEFINING           0.90  a defining signature matched (the line alone identifies it)
+  SUPPORTING_BASE    0.30  only supporting lines (+SUPPORTING_STEP per further kind,
+                           at most SUPPORTING_MAX); context lines only add facts
+  SHARED_LINE       -0.25  per other entry whose defining signature matched the same line
+  REFINES           +0.20  this entry is a special case of one that shares the line
+  CORROBORATING     +0.05  per supporting line kind on other lines (at most 2)
+  VERSION_INSIDE    +0.05  the version in the log is inside the affected range
+  VERSION_OUTSIDE   -0.35  ... outside it
+  AGREES            +0.05  a machine-checkable discriminator agrees (once per fact)
+  DISAGREES         -0.25  ... points at a look-alike (once per fact), which gets
+  POINTED_AT        +0.10
+  BASELINE_SEEN     -0.30  with --baseline: the line also appears in the good run
+  BASELINE_NEW      +0.05  ... it never does
+  UNORDERED         x0.80  another independent failure, and time cannot order the two
+  DOWNSTREAM_ONLY   x0.66, at most 0.60: the best match is a downstream report
+  NEAREST_MAX        0.25  no signature decided but an exception was raised: entries
+                           whose messages resemble the log's error lines, as
+                           alternatives only (never primary)
 """
 from __future__ import annotations
 
+import math
 import re
+from functools import cmp_to_key
 
 from .context import HOW_TO_GET, SOFTWARE_FACT, SOFTWARE_NAME
 from .lines import shape
@@ -25,6 +39,20 @@ from .lines import shape
 REPORT_FORMAT = 1
 MAX_EVIDENCE = 12
 MAX_TIMELINE = 300
+
+DEFINING = 0.90
+SUPPORTING_BASE, SUPPORTING_STEP, SUPPORTING_MAX = 0.30, 0.10, 0.50
+SHARED_LINE = -0.25
+REFINES = 0.20
+CORROBORATING, CORROBORATING_KINDS = 0.05, 2
+VERSION_INSIDE, VERSION_OUTSIDE = 0.05, -0.35
+AGREES, DISAGREES, POINTED_AT = 0.05, -0.25, 0.10
+BASELINE_SEEN, BASELINE_NEW = -0.30, 0.05
+UNORDERED = 0.80
+DOWNSTREAM_ONLY, DOWNSTREAM_CAP = 0.66, 0.60
+CONTENDERS = 0.30          # causes within this of the best are ordered by time
+NEAREST_MAX, NEAREST_MIN_SIMILARITY = 0.25, 0.08
+BANDS = ((0.80, "certain"), (0.50, "likely"), (0.0, "guess"))
 
 
 def version_tuple(v: str) -> tuple:
@@ -36,6 +64,7 @@ _UNITS = {"bytes": 1, "b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "t
           "kb": 10 ** 3, "mb": 10 ** 6, "gb": 10 ** 9, "tb": 10 ** 12}
 _QUANTITY = re.compile(r"^\s*(-?[0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*$")
 _COMPARE = re.compile(r"^(\w+) (<=|>=|<|>) (?:([0-9.]+) \* )?(\w+)$")
+_OP_WORDS = {"<": "below", "<=": "at most", ">": "above", ">=": "at least"}
 
 
 def quantity(value) -> float | None:
@@ -50,7 +79,7 @@ def quantity(value) -> float | None:
 
 
 def compare(expr: str, facts: dict) -> bool | None:
-    """Evaluate a discriminator's `compare` over facts; None when a fact is missing."""
+    """Evaluate a `compare` / `when` expression over facts; None when a fact is missing."""
     m = _COMPARE.match(expr)
     if not m or m.group(1) not in facts or m.group(4) not in facts:
         return None
@@ -61,19 +90,53 @@ def compare(expr: str, facts: dict) -> bool | None:
     return {"<": left < right, "<=": left <= right, ">": left > right, ">=": left >= right}[m.group(2)]
 
 
-def _order_key(f: dict) -> tuple:
-    ts = f.get("ts", f.get("ts_inherited"))
-    return (0 if ts is not None else 1, ts if ts is not None else 0.0, f["order"], f["line"])
+def _compare_words(expr: str, facts: dict) -> str:
+    """`reserved_unallocated > tried` as a sentence with the values from the log."""
+    m = _COMPARE.match(expr)
+    if not m:
+        return expr
+    left, op, k, right = m.groups()
+    rhs = f"{k} x {right.replace('_', ' ')}" if k else right.replace("_", " ")
+    return (f"{left.replace('_', ' ')} ({facts.get(left, '?')}) is {_OP_WORDS[op]} {rhs} "
+            f"({facts.get(right, '?')})")
 
 
-def _comparable(a: dict, b: dict) -> bool:
-    """Can time order these two findings? Same input, or both timestamped."""
-    ta, tb = a.get("ts", a.get("ts_inherited")), b.get("ts", b.get("ts_inherited"))
-    return a["order"] == b["order"] or (ta is not None and tb is not None)
+# ---------------------------------------------------------------- time order
+
+def _ts(f: dict):
+    return f.get("ts", f.get("ts_inherited"))
+
+
+def earlier(a: dict, b: dict) -> bool | None:
+    """Did finding a happen before b? None when nothing can order them.
+
+    Within one input the line order is the truth, unless both lines carry their own
+    timestamps: a timestamp inherited from an earlier line must not move a later line
+    ahead of an earlier one. Across inputs only timestamps order."""
+    if a["order"] == b["order"]:
+        if "ts" in a and "ts" in b and a["ts"] != b["ts"]:
+            return a["ts"] < b["ts"]
+        return a["line"] < b["line"]
+    ta, tb = _ts(a), _ts(b)
+    if ta is None or tb is None:
+        return None
+    if ta == tb:
+        return a["order"] < b["order"]
+    return ta < tb
+
+
+def _cmp_time(a: dict, b: dict) -> int:
+    e = earlier(a, b)
+    if e is None:   # unordered: inputs with timestamps first, then input order
+        return (_ts(a) is None) - (_ts(b) is None) or a["order"] - b["order"] or a["line"] - b["line"]
+    return -1 if e else (1 if earlier(b, a) else 0)
+
+
+_TIME = cmp_to_key(_cmp_time)
 
 
 def _loc(f: dict) -> str:
-    parts = [f"{f['source']}:{f['line']}"]
+    parts = [f"{f['source']} line {f['line']}"]
     if "rank" in f:
         parts.append(f"rank {f['rank']}")
     if "host" in f:
@@ -81,7 +144,11 @@ def _loc(f: dict) -> str:
     return ", ".join(parts)
 
 
+# ---------------------------------------------------------------- gather
+
 class Candidate:
+    """One entry with the findings that point at it and its score, part by part."""
+
     def __init__(self, eid: str, meta: dict):
         self.id = eid
         self.meta = meta
@@ -90,10 +157,23 @@ class Candidate:
         self.collateral: list[dict] = []
         self.context: list[dict] = []
         self.count = 0
+        self.reports = 0            # distinct lines that report it (collateral counts)
         self.sig_ids: set = set()
-        self.score = 0.0
-        self.why: list[str] = []
+        self.parts: list[tuple[str, float, str]] = []   # (rule, delta, sentence)
+        self.factor = 1.0
+        self.cap = None
         self.facts: dict = {}
+
+    @property
+    def score(self) -> float:
+        s = sum(d for _, d, _ in self.parts) * self.factor
+        return min(s, self.cap) if self.cap is not None else s
+
+    def add(self, rule: str, delta: float, sentence: str) -> None:
+        self.parts.append((rule, delta, sentence))
+
+    def why(self) -> str:
+        return " ".join(s if s.endswith(".") else s + "." for _, _, s in self.parts if s)
 
     @property
     def evidence(self) -> list[dict]:
@@ -102,40 +182,284 @@ class Candidate:
     @property
     def first(self) -> dict | None:
         ev = self.evidence
-        return min(ev, key=_order_key) if ev else None
+        return min(ev, key=_TIME) if ev else None
 
+    @property
+    def tier(self) -> int:
+        """0 a cause, 1 a downstream report, 2 a wrapper ("a child failed")."""
+        if self.meta.get("wrapper"):
+            return 2
+        return 1 if self.meta["downstream"] else 0
+
+
+class Gathered:
+    def __init__(self, index: dict, sources: list):
+        entries, sigs = index["entries"], index["signatures"]
+        self.facts: dict = {}
+        self.hosts: set = set()
+        self.ranks: set = set()
+        for src in sources:
+            for k, v in src.facts.items():
+                self.facts.setdefault(k, v)
+            self.hosts |= src.hosts
+            self.ranks |= src.ranks
+        self.cands: dict[str, Candidate] = {}
+        self.line_owners: dict[tuple, set] = {}
+        self.seen_facts: dict = {}       # every named group of every finding (first wins)
+        for src in sources:
+            for n, kept in src.findings.items():
+                sig = sigs[n]
+                c = self.cands.setdefault(sig["entry"], Candidate(sig["entry"], entries[sig["entry"]]))
+                c.count += src.counts[n]
+                for f in kept:
+                    f = dict(f, entry=sig["entry"], signature=sig["id"], strength=sig["strength"])
+                    getattr(c, sig["strength"]).append(f)
+                    c.facts.update(f["facts"])
+                    for k, v in f["facts"].items():
+                        self.seen_facts.setdefault(k, v)
+                    if sig["strength"] == "defining":
+                        self.line_owners.setdefault((f["source"], f["line"]), set()).add(sig["entry"])
+                if sig["strength"] in ("defining", "supporting"):
+                    c.sig_ids.add(sig["id"])
+        for c in self.cands.values():
+            # a report is one line, however many of the entry's signatures it matched
+            c.reports = len({(f["source"], f["line"]) for f in c.defining + c.supporting + c.collateral})
+
+
+# ---------------------------------------------------------------- score: one rule each
+
+def rule_defining(c: Candidate, g: Gathered) -> None:
+    if c.defining:
+        c.add("DEFINING", DEFINING, f"A line that only this failure prints, at {_loc(c.first)}")
+    elif c.supporting:
+        kinds = len(c.sig_ids)
+        c.add("SUPPORTING_BASE", min(SUPPORTING_MAX, SUPPORTING_BASE + SUPPORTING_STEP * (kinds - 1)),
+              f"No line proves it, but {kinds} kind{'s' if kinds > 1 else ''} of line that often go "
+              f"with it appear{'s' if kinds == 1 else ''}, first at {_loc(c.first)}")
+
+
+def rule_shared_line(c: Candidate, g: Gathered) -> None:
+    if not c.defining:
+        return
+    owners = set().union(*(g.line_owners.get((f["source"], f["line"]), set()) for f in c.defining))
+    shared = max(len(g.line_owners.get((f["source"], f["line"]), ())) for f in c.defining)
+    if shared > 1:
+        c.add("SHARED_LINE", SHARED_LINE * (shared - 1),
+              f"The same line also fits {shared - 1} other entr{'y' if shared == 2 else 'ies'}")
+        general = sorted(o for o in owners if o in c.meta.get("refines", []))
+        if general:
+            c.add("REFINES", REFINES, f"This is the more specific case of {', '.join(general)}")
+
+
+def rule_corroborating(c: Candidate, g: Gathered) -> None:
+    if not c.defining:
+        return
+    defining_lines = {(f["source"], f["line"]) for f in c.defining}
+    extra = {f["signature"] for f in c.supporting if (f["source"], f["line"]) not in defining_lines}
+    if extra:
+        c.add("CORROBORATING", CORROBORATING * min(len(extra), CORROBORATING_KINDS),
+              f"Other lines in the log agree ({', '.join(sorted(extra))})")
+
+
+def rule_versions(c: Candidate, g: Gathered, missing: dict, notes: list) -> None:
+    for a in c.meta.get("affects", []):
+        if not a.get("introduced") and not a.get("fixed"):
+            continue   # a note about versions, not a range
+        fact = SOFTWARE_FACT.get(a["software"])
+        name = SOFTWARE_NAME.get(a["software"], a["software"])
+        rng = _range_text(a)
+        if fact not in g.facts:
+            missing.setdefault(fact, {
+                "fact": fact,
+                "why": f"{c.id} happens with {name} {rng}; the log does not say which {name} ran",
+                "how": HOW_TO_GET.get(fact, "")})
+            continue
+        v = version_tuple(g.facts[fact])
+        lo = version_tuple(a["introduced"]) if a.get("introduced") else None
+        hi = version_tuple(a["fixed"]) if a.get("fixed") else None
+        if (lo is None or v >= lo) and (hi is None or v < hi):
+            note = f"Your {name} {g.facts[fact]} is in the affected range ({rng})"
+            if a.get("fixed"):
+                note += f"; {a['fixed']} fixes it"
+            c.add("VERSION_INSIDE", VERSION_INSIDE, note)
+        else:
+            note = f"Your {name} {g.facts[fact]} is outside the affected range ({rng})"
+            c.add("VERSION_OUTSIDE", VERSION_OUTSIDE, note)
+        notes.append(f"{c.id}: {note}")
+
+
+def rule_discriminators(c: Candidate, g: Gathered, pointed: dict) -> None:
+    """Each fact counts once, however many discriminators read it."""
+    all_facts = {**g.seen_facts, **g.facts, **c.facts}
+    decided: set = set()
+    for d in c.meta.get("discriminators", []):
+        if d.get("compare"):
+            verdict = compare(d["compare"], all_facts)
+            facts_used = tuple(sorted(set(re.findall(r"[a-z][a-z0-9_]*", d["compare"]))))
+            shown = _compare_words(d["compare"], all_facts)
+        elif d.get("fact") and d["fact"] in all_facts:
+            value = str(all_facts[d["fact"]])
+            verdict = bool(re.search(d["here_pattern"], value))
+            facts_used = (d["fact"],)
+            shown = f"{d['fact'].replace('_', ' ')} is {value}"
+        else:
+            continue
+        if verdict is None or facts_used in decided:
+            continue
+        decided.add(facts_used)
+        signal = d["signal"][0].lower() + d["signal"][1:]
+        if verdict:
+            c.add("AGREES", AGREES, f"Checked {signal}: {shown}, as expected for this failure")
+        else:
+            c.add("DISAGREES", DISAGREES, f"Checked {signal}: {shown}, which rather fits "
+                                          f"{d['elsewhere']} ({d['elsewhere_when']})")
+            pointed[d["elsewhere"]] = pointed.get(d["elsewhere"], 0) + 1
+
+
+def rule_baseline(c: Candidate, baseline_shapes: set | None) -> None:
+    if baseline_shapes is None or c.first is None:
+        return
+    if shape(c.first["text"]) in baseline_shapes:
+        c.add("BASELINE_SEEN", BASELINE_SEEN, "The same line also appears in the good (baseline) run")
+    else:
+        c.add("BASELINE_NEW", BASELINE_NEW, "This line never appears in the good (baseline) run")
+
+
+def rule_pointed_at(cands: dict, pointed: dict) -> None:
+    for eid, n in pointed.items():
+        other = cands.get(eid)
+        if other is not None and other.evidence:
+            other.add("POINTED_AT", POINTED_AT * n,
+                      "A look-alike's check on the log's values points to this failure instead")
+
+
+# ---------------------------------------------------------------- rank
+
+def rank(scored: list[Candidate], facts: dict, missing: dict):
+    """(primary, alternatives, collateral). Specific findings before wrappers, causes
+    before downstream reports; among causes within CONTENDERS of the best, the earliest."""
+    causes = [c for c in scored if c.defining and c.tier == 0]
+    primary = None
+    if causes:
+        best = max(c.score for c in causes)
+        contenders = sorted((c for c in causes if c.score >= best - CONTENDERS),
+                            key=lambda c: (-c.score, c.id))
+        primary = min(contenders, key=lambda c: _TIME(c.first))
+        for c in causes:
+            if c is not primary and earlier(c.first, primary.first) is None:
+                primary.factor *= UNORDERED
+                primary.add("", 0.0, f"{c.id} was also found, and time cannot tell which came first")
+                break
+        later = [c for c in causes if c is not primary and earlier(primary.first, c.first)]
+        if later:
+            primary.add("", 0.0, f"It is the earliest of {len(later) + 1} independent failures")
+    elif scored:
+        # No defining line of a cause. Specific before wrappers; a possible cause before
+        # a downstream report; among equals, the earliest.
+        best_tier = min(c.tier for c in scored)
+        pool = [c for c in scored if c.tier == best_tier]
+        best = max(c.score for c in pool)
+        contenders = [c for c in pool if c.score >= best - 0.005]
+        primary = min(sorted(contenders, key=lambda c: (-c.score, c.id)), key=lambda c: _TIME(c.first))
+        if primary.tier > 0:
+            primary.factor *= DOWNSTREAM_ONLY
+            primary.cap = DOWNSTREAM_CAP
+            primary.add("", 0.0, "This is a report of a failure elsewhere: the failure that caused it "
+                                 "is not in these logs")
+            missing.setdefault("initiating_log", {
+                "fact": "initiating_log",
+                "why": "the log shows the consequence, not the cause",
+                "how": "add the log of the rank or node that failed first (its own stderr), "
+                       "or rerun with torchrun --tee 3 --log-dir DIR to keep every rank's output"})
+    vetoed = None
+    if primary is not None and not primary.defining and facts.get("run_completed"):
+        vetoed = primary
+        primary.add("", 0.0, f"The run reports a clean finish ({facts['run_completed']}), so these "
+                             f"warnings did not stop it")
+        primary = None
+
+    alternatives, collateral = [], []
+    for c in sorted(scored, key=lambda c: (-c.score, c.id)):
+        if c is primary:
+            continue
+        if primary is not None and (c.tier > 0 or (not c.defining and primary.defining and primary.tier == 0)):
+            collateral.append(c)
+            continue
+        if primary is not None and earlier(primary.first, c.first):
+            c.add("", 0.0, f"Seen after {primary.id}: possibly a consequence")
+        alternatives.append(c)
+    return primary, alternatives, collateral, vetoed
+
+
+def band(confidence: float) -> str:
+    return next(name for floor, name in BANDS if confidence >= floor)
+
+
+def next_action(c: Candidate, facts: dict) -> dict:
+    """The first fix step whose condition holds; else the first unconditional step that
+    is not an upgrade; an upgrade only when nothing else exists."""
+    steps = c.meta.get("fix") or [c.meta["next_action"]]
+    all_facts = {**facts, **c.facts}
+    chosen = next((s for s in steps if s.get("when") and compare(s["when"], all_facts)), None)
+    if chosen is None:
+        chosen = next((s for s in steps if not s.get("when") and not s.get("upgrade")), None)
+    if chosen is None:
+        chosen = next((s for s in steps if not s.get("when")), steps[0])
+    out = {"do": chosen["do"], "command": chosen.get("command", ""), "why": chosen.get("why", ""),
+           "entry": c.id}
+    if chosen.get("when"):
+        out["because"] = _compare_words(chosen["when"], all_facts)
+    return out
+
+
+# ---------------------------------------------------------------- nearest by text
+
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]{2,}")
+_CAMEL = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
+_STOP = frozenset("the and for with this that from are was not has have you your use can".split())
+
+
+def tokens(text: str) -> list[str]:
+    """Lowercased words of a line, CamelCase words also split (OutOfMemoryError ->
+    outofmemoryerror, out, of, memory, error)."""
+    out = []
+    for w in _WORD.findall(text):
+        lw = w.lower()
+        if lw not in _STOP:
+            out.append(lw)
+        parts = _CAMEL.findall(w)
+        if len(parts) > 1:
+            out.extend(p.lower() for p in parts if len(p) > 2 and p.lower() not in _STOP)
+    return out
+
+
+def nearest(lines: list[str], entries: dict, limit: int = 3) -> list[tuple[float, str]]:
+    """Entries whose messages, symptoms and examples resemble these lines: cosine of
+    tf-idf vectors (the entries' weights are precomputed in the index)."""
+    counts: dict[str, int] = {}
+    for line in lines:
+        for t in set(tokens(line)):
+            counts[t] = counts.get(t, 0) + 1
+    if not counts:
+        return []
+    scored = []
+    for eid, e in entries.items():
+        vec = e.get("text_vector") or {}
+        if not vec:
+            continue
+        dot = sum(w * (1 + math.log(counts[t])) for t, w in vec.items() if t in counts)
+        if dot:
+            norm = math.sqrt(sum((1 + math.log(n)) ** 2 for n in counts.values()))
+            scored.append((dot / norm, eid))
+    scored.sort(key=lambda x: (-x[0], x[1]))
+    return scored[:limit]
+
+
+# ---------------------------------------------------------------- assemble
 
 def build_report(index: dict, sources: list, baseline: list | None = None) -> dict:
     entries = index["entries"]
-    sigs = index["signatures"]
-    facts: dict = {}
-    hosts: set = set()
-    ranks: set = set()
-    for src in sources:
-        for k, v in src.facts.items():
-            facts.setdefault(k, v)
-        hosts |= src.hosts
-        ranks |= src.ranks
-
-    # ---- gather candidates
-    cands: dict[str, Candidate] = {}
-    line_owners: dict[tuple, set] = {}
-    seen_facts: dict = {}       # every named group of every finding (first value wins)
-    for src in sources:
-        for n, kept in src.findings.items():
-            sig = sigs[n]
-            c = cands.setdefault(sig["entry"], Candidate(sig["entry"], entries[sig["entry"]]))
-            c.count += src.counts[n]
-            for f in kept:
-                f = dict(f, entry=sig["entry"], signature=sig["id"], strength=sig["strength"])
-                getattr(c, sig["strength"]).append(f)
-                c.facts.update(f["facts"])
-                for k, v in f["facts"].items():
-                    seen_facts.setdefault(k, v)
-                if sig["strength"] == "defining":
-                    line_owners.setdefault((f["source"], f["line"]), set()).add(sig["entry"])
-            if sig["strength"] in ("defining", "supporting"):
-                c.sig_ids.add(sig["id"])
+    g = Gathered(index, sources)
 
     baseline_shapes = None
     new_events: list[dict] = []
@@ -151,190 +475,59 @@ def build_report(index: dict, sources: list, baseline: list | None = None) -> di
 
     missing: dict[str, dict] = {}
     version_notes: list[str] = []
-    pointed: dict[str, int] = {}   # entries that another candidate's discriminators point at
+    pointed: dict[str, int] = {}
+    # Supporting lines are abnormal (the validator keeps them out of healthy output), so
+    # they can make a low-confidence diagnosis on their own; context lines cannot.
+    scored = [c for c in g.cands.values() if c.evidence]
+    for c in scored:
+        rule_defining(c, g)
+        rule_shared_line(c, g)
+        rule_corroborating(c, g)
+        rule_versions(c, g, missing, version_notes)
+        rule_discriminators(c, g, pointed)
+        rule_baseline(c, baseline_shapes)
+    rule_pointed_at(g.cands, pointed)
 
-    # ---- score
-    for c in cands.values():
-        if c.defining:
-            c.score = 0.90
-            first = c.first
-            c.why.append(f"defining line at {_loc(first)}")
-            owners = set().union(*(line_owners.get((f["source"], f["line"]), set()) for f in c.defining))
-            shared = max(len(line_owners.get((f["source"], f["line"]), ())) for f in c.defining)
-            if shared > 1:
-                c.score -= 0.25 * (shared - 1)
-                c.why.append(f"the same line also defines {shared - 1} other entr"
-                             f"{'y' if shared == 2 else 'ies'}")
-                general = [o for o in owners if o in c.meta.get("refines", [])]
-                if general:
-                    c.score += 0.20
-                    c.why.append(f"a special case of {', '.join(sorted(general))}")
-            defining_lines = {(f["source"], f["line"]) for f in c.defining}
-            extra = {f["signature"] for f in c.supporting
-                     if (f["source"], f["line"]) not in defining_lines}
-            if extra:
-                c.score += 0.05 * min(len(extra), 2)
-                c.why.append(f"{len(extra)} corroborating line kind(s)")
-        elif c.supporting:
-            c.score = min(0.5, 0.3 + 0.1 * (len(c.sig_ids) - 1))
-            c.why.append(f"only supporting lines ({len(c.sig_ids)} kind(s)), first at {_loc(c.first)}")
-        else:
-            continue
-        for a in c.meta.get("affects", []):
-            if not a.get("introduced") and not a.get("fixed"):
-                continue   # a note about versions, not a range
-            fact = SOFTWARE_FACT.get(a["software"])
-            name = SOFTWARE_NAME.get(a["software"], a["software"])
-            rng = _range_text(a)
-            if fact not in facts:
-                missing.setdefault(fact, {
-                    "fact": fact,
-                    "why": f"{c.id} affects {name} {rng}; the log does not say which {name} ran",
-                    "how": HOW_TO_GET.get(fact, "")})
-                continue
-            v = version_tuple(facts[fact])
-            lo = version_tuple(a["introduced"]) if a.get("introduced") else None
-            hi = version_tuple(a["fixed"]) if a.get("fixed") else None
-            inside = (lo is None or v >= lo) and (hi is None or v < hi)
-            if inside:
-                c.score += 0.05
-                note = f"your {name} {facts[fact]} is in the affected range ({rng})"
-                if a.get("fixed"):
-                    note += f"; fixed by {a['fixed']}"
-            else:
-                c.score -= 0.35
-                note = f"your {name} {facts[fact]} is outside the affected range ({rng})"
-            c.why.append(note)
-            version_notes.append(f"{c.id}: {note}")
-        all_facts = {**seen_facts, **facts, **c.facts}
-        for d in c.meta.get("discriminators", []):
-            if d.get("compare"):
-                verdict = compare(d["compare"], all_facts)
-                shown = d["compare"]
-            elif d.get("fact") and d["fact"] in all_facts:
-                value = str(all_facts[d["fact"]])
-                verdict = bool(re.search(d["here_pattern"], value))
-                shown = f"{d['fact']}={value}"
-            else:
-                continue
-            if verdict is None:
-                continue
-            if verdict:
-                c.score += 0.05
-                c.why.append(f"{d['signal']}: {shown}, as expected here")
-            else:
-                c.score -= 0.25
-                c.why.append(f"{d['signal']}: {shown} does not hold, which points at "
-                             f"{d['elsewhere']} ({d['elsewhere_when']})")
-                pointed[d["elsewhere"]] = pointed.get(d["elsewhere"], 0) + 1
-        if baseline_shapes is not None and c.first is not None:
-            if shape(c.first["text"]) in baseline_shapes:
-                c.score -= 0.30
-                c.why.append("the same line also appears in the good (baseline) run")
-            else:
-                c.score += 0.05
-                c.why.append("this line never appears in the good (baseline) run")
-
-    for eid, n in pointed.items():
-        other = cands.get(eid)
-        if other is not None and other.evidence:
-            other.score += 0.10 * n
-            other.why.append("a look-alike's discriminator points here")
-
-    # Supporting lines are abnormal (the validator keeps them out of healthy output),
-    # so they can make a low-confidence diagnosis on their own; context lines cannot.
-    scored = [c for c in cands.values() if c.evidence]
-    causes = [c for c in scored if c.defining and not c.meta["downstream"]]
-
-    primary = None
-    if causes:
-        best = max(c.score for c in causes)
-        contenders = [c for c in causes if c.score >= best - 0.3]
-        primary = min(contenders, key=lambda c: (_order_key(c.first), -c.score, c.id))
-        # Which rivals can time not order relative to the primary?
-        for c in causes:
-            if c is primary:
-                continue
-            if not _comparable(c.first, primary.first):
-                primary.why.append(f"{c.id} was also found and time cannot order the two")
-                primary.score *= 0.8
-                break
-        if len(causes) > 1:
-            later = [c for c in causes if c is not primary and _comparable(c.first, primary.first)
-                     and _order_key(c.first) > _order_key(primary.first)]
-            if later:
-                primary.why.append("earliest of %d independent failures" % (len(later) + 1))
-    elif scored:
-        # No defining line of a cause. A possible cause (supporting lines of an entry
-        # that is not a downstream report) still beats a report whose cause is
-        # missing; among equals, the earliest.
-        possible = [c for c in scored if not c.meta["downstream"]]
-        pool = possible or scored
-        best = max(c.score for c in pool)
-        contenders = [c for c in pool if c.score >= best - 0.005]
-        primary = min(contenders, key=lambda c: (_order_key(c.first), -c.score, c.id))
-        if primary.meta["downstream"]:
-            primary.score = min(primary.score * 0.66, 0.60)
-            primary.why.append("this is a downstream report: the failure that caused it is not in "
-                               "these logs")
-            missing.setdefault("initiating_log", {
-                "fact": "initiating_log",
-                "why": "the log shows the consequence, not the cause",
-                "how": "add the log of the rank or node that failed first (its own stderr), "
-                       "or rerun with torchrun --tee 3 --log-dir DIR to keep every rank's output"})
-
-    alternatives, collateral = [], []
+    primary, alternatives, collateral, vetoed = rank(scored, g.facts, missing)
     if primary is not None:
-        for c in sorted(scored, key=lambda c: (-c.score, c.id)):
-            if c is primary:
-                continue
-            role_collateral = c.meta["downstream"] or (
-                not c.defining and primary.defining and not primary.meta["downstream"])
-            later = _comparable(c.first, primary.first) and _order_key(c.first) > _order_key(primary.first)
-            if role_collateral:
-                collateral.append(c)
-            else:
-                if later:
-                    c.why.append(f"seen after {primary.id}: possibly a consequence")
-                alternatives.append(c)
         # entries seen only through their collateral lines (what a failure prints elsewhere)
-        for c in sorted(cands.values(), key=lambda c: c.id):
+        for c in sorted(g.cands.values(), key=lambda c: c.id):
             if c is not primary and c.collateral and c not in collateral and c not in alternatives:
                 collateral.append(c)
 
     # ---- missing discriminator facts for the primary and close alternatives
     for c in ([primary] if primary else []) + alternatives[:2]:
         for d in c.meta.get("discriminators", []):
-            if d.get("fact") and d["fact"] not in facts and d["fact"] not in c.facts:
+            if d.get("fact") and d["fact"] not in g.facts and d["fact"] not in c.facts:
                 missing.setdefault(d["fact"], {
                     "fact": d["fact"],
-                    "why": f"separates {c.id} from {d['elsewhere']}: {d['signal']}",
+                    "why": f"tells {c.id} from {d['elsewhere']}: {d['signal']}",
                     "how": HOW_TO_GET.get(d["fact"], "")})
 
     def conf(c: Candidate) -> float:
         return round(min(0.99, max(0.05, c.score)), 2)
 
     def brief(c: Candidate) -> dict:
-        return {"id": c.id, "title": c.meta["title"], "confidence": conf(c),
-                "why": "; ".join(c.why), "url": c.meta["url"], "severity": c.meta["severity"],
-                "first_seen": _public(c.first), "count": c.count}
+        return {"id": c.id, "title": c.meta["title"], "confidence": conf(c), "band": band(conf(c)),
+                "why": c.why(), "url": c.meta["url"], "severity": c.meta["severity"],
+                "first_seen": _public(c.first), "count": c.count, "reports": c.reports}
 
     evidence = []
     if primary is not None:
         evidence += [dict(_public(f), role="initiating") for f in
-                     sorted(primary.evidence, key=_order_key)[:3]]
+                     sorted(primary.evidence, key=_TIME)[:3]]
         shown = {(e["source"], e["line"]) for e in evidence}
         for c in alternatives[:3]:
             if (c.first["source"], c.first["line"]) not in shown:   # a shared line is shown once
                 evidence.append(dict(_public(c.first), role="alternative"))
                 shown.add((c.first["source"], c.first["line"]))
         for c in collateral[:5]:
-            f = c.first or min(c.collateral, key=_order_key)
+            f = c.first or min(c.collateral, key=_TIME)
             evidence.append(dict(_public(f), role="collateral"))
     evidence = [dict(e, url=entries[e["entry"]]["url"]) for e in evidence[:MAX_EVIDENCE]]
 
     timeline = []
-    for c in cands.values():
+    for c in g.cands.values():
         role = ("initiating" if c is primary else "collateral" if c in collateral
                 else "alternative" if c in alternatives else "other")
         for f in c.defining + c.supporting + c.collateral:
@@ -347,31 +540,50 @@ def build_report(index: dict, sources: list, baseline: list | None = None) -> di
     timeline = timeline[:MAX_TIMELINE]
 
     unmatched = None
+    alt_out = [brief(c) for c in alternatives]
+    if vetoed is not None:
+        alt_out.insert(0, brief(vetoed))
     if primary is None:
-        first_error = min((s.first_error for s in sources if s.first_error), key=_order_key, default=None)
-        last_exc = max((s.last_exception for s in sources if s.last_exception), key=_order_key, default=None)
+        first_error = min((s.first_error for s in sources if s.first_error), key=_TIME, default=None)
+        last_exc = max((s.last_exception for s in sources if s.last_exception), key=_TIME, default=None)
         if first_error or last_exc:
-            probe = " ".join(x["text"] for x in (first_error, last_exc) if x)
+            probe = [x["text"] for x in (first_error, last_exc) if x]
+            for s in sources:
+                probe += getattr(s, "error_samples", [])
+            near = nearest(probe, entries)
             unmatched = {"first_error": _public(first_error) if first_error else None,
                          "last_exception": _public(last_exc) if last_exc else None,
                          "error_lines": sum(s.error_lines for s in sources),
-                         "nearest": _nearest(probe, entries)}
+                         "nearest": [{"id": eid, "title": entries[eid]["title"], "url": entries[eid]["url"],
+                                      "similarity": round(sim, 3)} for sim, eid in near]}
+            known = {a["id"] for a in alt_out}
+            for sim, eid in (near if last_exc else []):   # a healthy run's error-ish lines get none
+                if sim < NEAREST_MIN_SIMILARITY or eid in known:
+                    continue
+                e = entries[eid]
+                confidence = round(min(NEAREST_MAX, max(0.05, sim * NEAREST_MAX / 0.6)), 2)
+                alt_out.append({"id": eid, "title": e["title"], "confidence": confidence,
+                                "band": "guess", "why": f"No signature matched; the log's error lines "
+                                                       f"resemble this entry's messages (text similarity "
+                                                       f"{sim:.2f})",
+                                "url": e["url"], "severity": e["severity"], "first_seen": None,
+                                "count": 0, "reports": 0})
 
     report = {
         "faildex_report": REPORT_FORMAT,
         "index": index.get("digest", ""),
         "inputs": [{"name": s.name, "bytes": s.bytes, "lines": s.lines, "candidates": s.candidates,
-                    "status": s.status,
-                    "messages": s.messages} for s in sources],
+                    "error_lines": s.error_lines, "status": s.status, "messages": s.messages}
+                   for s in sources],
         "primary": brief(primary) if primary else None,
-        "alternatives": [brief(c) for c in alternatives],
+        "alternatives": alt_out,
         "collateral": [dict(brief(c), ranks=sorted({f["rank"] for f in c.defining + c.supporting
                                                      + c.collateral if "rank" in f}))
                        for c in collateral],
         "evidence": evidence,
-        "facts": dict(sorted(facts.items()), hosts=sorted(hosts)[:64], ranks=sorted(ranks)[:4096]),
+        "facts": dict(sorted(g.facts.items()), hosts=sorted(g.hosts)[:64], ranks=sorted(g.ranks)[:4096]),
         "missing": sorted(missing.values(), key=lambda m: m["fact"]),
-        "next_action": dict(primary.meta["next_action"], entry=primary.id) if primary else None,
+        "next_action": next_action(primary, g.facts) if primary else None,
         "versions": sorted(set(version_notes)),
         "timeline": timeline,
         "unmatched": unmatched,
@@ -400,18 +612,3 @@ def _public(f: dict | None) -> dict | None:
     out = {k: f[k] for k in ("source", "line", "text", "before", "after", "rank", "local_rank", "host", "pid", "ts",
                              "entry", "signature", "strength", "facts") if k in f}
     return out
-
-
-def _nearest(text: str, entries: dict) -> list[dict]:
-    words = {w.lower() for w in re.findall(r"[A-Za-z][A-Za-z_]{3,}", text)}
-    if not words:
-        return []
-    scored = []
-    for eid, e in entries.items():
-        kw = set(e.get("keywords", []))
-        inter = len(words & kw)
-        if inter:
-            scored.append((inter / (len(words | kw) ** 0.5), eid))
-    scored.sort(key=lambda x: (-x[0], x[1]))
-    return [{"id": eid, "title": entries[eid]["title"], "url": entries[eid]["url"],
-             "similarity": round(s, 3)} for s, eid in scored[:3]]

@@ -23,6 +23,7 @@ HEAD_BYTES = 4 << 20     # context (versions, launcher) is read from every line 
 CONTEXT_LINES = 2        # evidence lines shown before and after a finding
 KEEP_FIRST = 3           # findings kept per signature and source (plus the last one)
 MAX_SHAPES = 200_000     # distinct line shapes kept for --baseline
+MAX_ERROR_SAMPLES = 12   # error lines kept per input (the first ones and the latest)
 
 # Extra anchors used only when comparing with a baseline run: "events" are lines
 # that look like warnings or errors.
@@ -117,6 +118,7 @@ class Source:
         self.first_error: dict | None = None
         self.last_exception: dict | None = None
         self.error_lines = 0
+        self.error_samples: list[str] = []
         self.shapes: dict[str, dict] = {}
         self.last_ts = None
         self.candidates = 0       # lines the prefilter passed to the signatures
@@ -365,6 +367,11 @@ class Source:
     def _error_like(self, buf, start, stop, line_no, text, meta, rest) -> None:
         if _ERRORISH.search(rest):
             self.error_lines += 1
+            # a few error lines, for "nearest entries" when no signature decides
+            if len(self.error_samples) < MAX_ERROR_SAMPLES:
+                self.error_samples.append(rest[:300])
+            else:
+                self.error_samples[-1] = rest[:300]
             if self.first_error is None:
                 self.first_error = self._later(self._where(line_no, text, meta), start, stop)
         m = _EXCEPTION.match(rest)
@@ -458,6 +465,7 @@ def merge_ranges(parts: list[Source]) -> Source:
         if part.last_exception:
             head.last_exception = dict(part.last_exception, line=part.last_exception["line"] + shift)
         head.error_lines += part.error_lines
+        head.error_samples = (head.error_samples + part.error_samples)[:MAX_ERROR_SAMPLES]
         head.candidates += part.candidates
         for sh, where in part.shapes.items():
             if sh not in head.shapes and len(head.shapes) < MAX_SHAPES:
