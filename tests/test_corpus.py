@@ -1,30 +1,51 @@
-"""The real-log corpus: logs from public reports, labelled with the confirmed cause.
+"""Real logs from public reports, labelled with the confirmed cause, in two corpora.
 
-Prints top-1 / top-3 accuracy and false positives (a failure named in a log whose
-label is `none`) and fails below 90% top-1, 97% top-3, or on any false positive.
-A miss is a reason to improve an entry or the engine's reasoning in general,
-never to add a rule that matches one log's incidental text.
+  tests/corpus/dev/     may inform signatures (corpus.yaml)
+  tests/corpus/sealed/  collected by helpers who never read entries/ and never ran
+                        faildex, from threads no entry cites (manifest-*.yaml); a miss
+                        here is fixed by a general rule, never by a signature shaped
+                        to the log
+
+Each prints top-1 / top-3 accuracy, false positives (a diagnosis of a log labelled
+`none`), the split by difficulty, and how often the text-similarity alternatives
+hold the label when no signature decided. Thresholds sit below today's figures
+and only ever move up.
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
+import pytest
 from ruamel.yaml import YAML
 
 from faildex_engine import diagnose
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
-TOP1_MIN, TOP3_MIN = 0.90, 0.97
+ROOT = CORPUS.parent.parent
+# (top-1, top-3) minimums; measured 2026-12-02: see the note of issue 9
+THRESHOLDS = {"dev": (0.93, 0.93), "sealed": (0.80, 0.84)}
+_THREAD = re.compile(r"https?://github\.com/([\w.-]+/[\w.-]+)/(?:issues|pull|discussions)/(\d+)")
 
 
-def load_manifest() -> list[dict]:
-    return YAML(typ="safe").load((CORPUS / "corpus.yaml").read_text(encoding="utf-8"))
+def manifest(part: str) -> list[dict]:
+    items = []
+    for path in sorted((CORPUS / part).glob("*.yaml")):
+        for it in YAML(typ="safe").load(path.read_text(encoding="utf-8")):
+            items.append(dict(it, manifest=path.name))
+    return items
 
 
-def test_manifest_is_complete(entries):
-    items = load_manifest()
+def threads(text: str) -> set[str]:
+    """GitHub threads named in text (owner/repo#N, case-folded)."""
+    return {f"{m.group(1).lower()}#{m.group(2)}" for m in _THREAD.finditer(text)}
+
+
+@pytest.mark.parametrize("part", ["dev", "sealed"])
+def test_manifest_is_complete(entries, part):
+    items = manifest(part)
     ids = {e.id for e in entries}
-    files = {p.name for p in CORPUS.glob("*.log")}
+    files = {p.name for p in (CORPUS / part).glob("*.log")}
     listed = [it["file"] for it in items]
     assert sorted(listed) == sorted(files), "every corpus log is listed exactly once"
     for it in items:
@@ -32,29 +53,67 @@ def test_manifest_is_complete(entries):
         assert str(it["source"]).startswith("https://"), it["file"]
 
 
-def test_corpus_accuracy(index):
-    items = load_manifest()
-    top1 = top3 = 0
-    false_pos, rows = [], []
-    for it in items:
-        r = diagnose([str(CORPUS / it["file"])], index)
+def test_sealed_shares_no_thread_with_entries_or_dev():
+    """A sealed log must come from a thread no entry cites (its signatures, examples and
+    references) and that the dev corpus does not use."""
+    cited = set()
+    for path in (ROOT / "entries").rglob("*"):
+        if path.is_file() and path.suffix in (".yaml", ".log", ".md", ".txt"):
+            cited |= threads(path.read_text(encoding="utf-8", errors="replace"))
+    dev = threads((CORPUS / "dev" / "corpus.yaml").read_text(encoding="utf-8"))
+    shared = []
+    for it in manifest("sealed"):
+        for t in threads(str(it["source"])):
+            if t in cited:
+                shared.append(f"{it['file']}: {t} is cited in entries/")
+            if t in dev:
+                shared.append(f"{it['file']}: {t} is in the dev corpus")
+    assert not shared, "\n".join(shared)
+
+
+def evaluate(part: str, index) -> dict:
+    rows, stats = [], {"n": 0, "top1": 0, "top3": 0, "fp": 0, "hard": [0, 0], "easy": [0, 0],
+                       "undecided": 0, "undecided_top3": 0}
+    for it in manifest(part):
+        r = diagnose([str(CORPUS / part / it["file"])], index)
         ranked = ([r["primary"]["id"]] if r["primary"] else []) + [a["id"] for a in r["alternatives"]]
         label = it["label"]
         if label == "none":
             ok1 = ok3 = r["primary"] is None
-            if not ok1:
-                false_pos.append(f"{it['file']}: named {ranked[0]} in a log labelled none")
+            stats["fp"] += not ok1
         else:
             ok1 = bool(ranked) and ranked[0] == label
             ok3 = label in ranked[:3]
-        top1 += ok1
-        top3 += ok3
+            if r["primary"] is None:
+                stats["undecided"] += 1
+                stats["undecided_top3"] += ok3
+        stats["n"] += 1
+        stats["top1"] += ok1
+        stats["top3"] += ok3
+        split = stats["hard" if it.get("hard") else "easy"]
+        split[0] += 1
+        split[1] += ok1
         if not ok1:
-            rows.append(f"  {'hard' if it.get('hard') else '    '} {it['file']:<48} "
-                        f"label={label:<30} got={ranked[:3]}")
-    n = len(items)
-    summary = (f"corpus: {n} logs, top-1 {top1 / n:.1%}, top-3 {top3 / n:.1%}, "
-               f"false positives {len(false_pos)}")
-    print("\n" + summary + "\n" + "\n".join(rows))
-    assert not false_pos, summary + "\n" + "\n".join(false_pos) + "\nmisses:\n" + "\n".join(rows)
-    assert top1 / n >= TOP1_MIN and top3 / n >= TOP3_MIN, summary + "\nmisses:\n" + "\n".join(rows)
+            rows.append(f"  {'hard' if it.get('hard') else '    '} {it['file']:<56} "
+                        f"label={label:<32} got={ranked[:3]}")
+    stats["rows"] = rows
+    return stats
+
+
+def summary(part: str, s: dict) -> str:
+    n = s["n"]
+    return (f"{part}: {n} logs, top-1 {s['top1'] / n:.1%}, top-3 {s['top3'] / n:.1%}, false positives "
+            f"{s['fp']}; hard {s['hard'][1]}/{s['hard'][0]}, not hard {s['easy'][1]}/{s['easy'][0]}; "
+            f"no signature decided in {s['undecided']} labelled logs, the label among the text-similarity "
+            f"alternatives in {s['undecided_top3']}")
+
+
+@pytest.mark.parametrize("part", ["dev", "sealed"])
+def test_corpus_accuracy(index, part):
+    s = evaluate(part, index)
+    line = summary(part, s)
+    print("\n" + line + "\n" + "\n".join(s["rows"]))
+    top1_min, top3_min = THRESHOLDS[part]
+    assert s["fp"] == 0, line + "\nmisses:\n" + "\n".join(s["rows"])
+    assert s["top1"] / s["n"] >= top1_min and s["top3"] / s["n"] >= top3_min, \
+        line + "\nmisses:\n" + "\n".join(s["rows"])

@@ -24,10 +24,12 @@ _SRUN = re.compile(r"\s{0,4}(?P<rank>\d{1,5}): ")
 _TORCHRUN = re.compile(r"\[(?:rank(?P<rank>\d{1,5})|(?P<role>[A-Za-z_]\w{0,30}?)(?P<local_rank>\d{1,5}))\]:")
 _ISO = re.compile(r"\[?(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)(?P<tz>Z|[+-]\d\d:?\d\d)?\]?[ |,:-]*")
 _SYSLOG = re.compile(r"(?P<mon>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +(?P<day>\d{1,2}) "
-                     r"(?P<time>\d\d:\d\d:\d\d) (?P<host>[\w.-]+) ")
+                     r"(?P<time>\d\d:\d\d:\d\d) (?P<host>[\w.-]+) (?:[\w./-]{1,64}(?:\[\d+\])?: )?")
 # glog / c10d: "E1202 10:11:12.345678 4242 file.cpp:123] " or bracketed "[W1202 10:11:12.309 ...]"
 _GLOG = re.compile(r"\[?(?P<level>[IWEF])(?P<mm>\d\d)(?P<dd>\d\d) (?P<time>\d\d:\d\d:\d\d\.\d+) +"
                    r"(?P<pid>\d+) (?P<file>[^\s:\]]+):(?P<line>\d+)\] ?")
+# docker compose: "trainer-1  | text" (service name, replica number, padding, a bar)
+_COMPOSE = re.compile(r"(?P<service>[a-z][\w.-]{0,62}?)[-_](?P<replica>\d{1,3}) {1,40}\| ")
 _NCCL = re.compile(r"(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] NCCL ")
 _RANK_WORD = re.compile(r"\b(?:rank|Rank|RANK)[ =:\[]{0,2}(?P<rank>\d{1,5})\b")
 
@@ -75,6 +77,11 @@ def parse_prefix(text: str) -> tuple[dict, str]:
         m = _K8S_PREFIX.match(rest)
         if m:
             meta["host"] = m.group("pod")
+            rest = rest[m.end():]
+            continue
+        m = _COMPOSE.match(rest)
+        if m:
+            meta.setdefault("host", f"{m.group('service')}-{m.group('replica')}")
             rest = rest[m.end():]
             continue
         m = _TORCHRUN.match(rest)

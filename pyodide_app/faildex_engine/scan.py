@@ -149,7 +149,13 @@ class Source:
             else:
                 self.carry = buf
             return
-        self._scan(buf, cut, final=False)
+        if _FULLWIDTH in buf or _FULLWIDTH2 in buf:
+            # full-width punctuation (an IDE or a CJK locale) is read as ASCII: signatures
+            # and anchors are written with ":" and "(", not "：" and "（"
+            head = _ascii_punctuation(buf[:cut])
+            self._scan(head + buf[cut:], len(head), final=False)
+        else:
+            self._scan(buf, cut, final=False)
         self.carry = buf[cut:]
 
     def end_range(self, is_last: bool) -> "Source":
@@ -167,6 +173,8 @@ class Source:
         if self.decoder is not None:
             self.carry += self.decoder.decode(b"", final=True).encode("utf-8", "replace")
         if self.carry:
+            if _FULLWIDTH in self.carry or _FULLWIDTH2 in self.carry:
+                self.carry = _ascii_punctuation(self.carry)
             self._scan(self.carry, len(self.carry), final=True)
             if not self.carry.endswith((b"\n", b"\r")):
                 self.lines += 1
@@ -302,6 +310,9 @@ class Source:
         raw = buf[start:stop]
         text = strip_ansi(raw.decode("utf-8", "replace")).rstrip("\r\n")
         meta, rest = parse_prefix(text)
+        # A traceback flattened into one JSON string (a log shipper, a notebook's
+        # output): its lines are read one by one, with quotes unescaped.
+        pieces = _flattened(rest) if "\\n" in rest else None
         ts = meta.get("ts")
         if ts is not None:
             self.last_ts = ts
@@ -321,6 +332,8 @@ class Source:
                 m = rx.search(text)
                 if m is None and rest is not text and sig["regex"][:1] == "^":
                     m = rx.search(rest)
+                if m is None and pieces:
+                    m = next((m for m in map(rx.search, pieces) if m), None)
                 if not m:
                     continue
                 if where is None:
@@ -334,7 +347,8 @@ class Source:
                 else:
                     self._record(n, self._later(finding, start, stop))
         if "rror" in text or "RROR" in text or "xception" in text or "FATAL" in text:
-            self._error_like(buf, start, stop, line_no, text, meta, rest)
+            for piece in pieces or [rest]:
+                self._error_like(buf, start, stop, line_no, text, meta, piece)
         if self.collect_shapes:
             sh = fold(rest)
             if sh and sh not in self.shapes and len(self.shapes) < MAX_SHAPES:
@@ -379,6 +393,24 @@ class Source:
             if self.last_exception is not None:
                 self.last_exception["dropped"] = True
             self.last_exception = self._later(self._where(line_no, text, meta), start, stop)
+
+
+_FULLWIDTH, _FULLWIDTH2 = "！".encode()[:2], "｀".encode()[:2]   # U+FF01..FF3F, U+FF40..FF5E
+_ASCII = {cp: cp - 0xFEE0 for cp in range(0xFF01, 0xFF5F)}
+_ASCII[0x3000] = 0x20   # ideographic space
+
+
+def _ascii_punctuation(data: bytes) -> bytes:
+    return data.decode("utf-8", "surrogateescape").translate(_ASCII).encode("utf-8", "surrogateescape")
+
+
+_ESCAPES = re.compile(r'\\([nrt"\\/])')
+
+
+def _flattened(text: str) -> list[str]:
+    """The lines of a JSON-escaped multi-line string held in one log line."""
+    unescaped = _ESCAPES.sub(lambda m: {"n": "\n", "r": "\n", "t": "\t"}.get(m.group(1), m.group(1)), text)
+    return [p for p in unescaped.split("\n") if p.strip()][:200]
 
 
 def _trie(words: list[bytes]) -> bytes:

@@ -1,0 +1,87 @@
+"""Every example, varied the ways real logs vary, keeps its diagnosis.
+
+Launchers and shippers wrap lines in prefixes, tools flatten tracebacks into JSON
+strings, Windows and IDEs change line ends and punctuation, numbers differ from run
+to run, and logs get cut. A signature written from one example's incidental text
+breaks under one of these; a signature written from the software's format string
+does not (CONTRIBUTING: "How a signature is written").
+"""
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from faildex_engine import Diagnosis
+from generator.validate import example_text
+
+_FULL = str.maketrans({":": "：", "(": "（", ")": "）", ",": "，", "!": "！", ";": "；"})
+_NUM = re.compile(r"(?<![\w.])\d{2,}(?![\w.])")
+
+
+def _prefix(fmt):
+    return lambda lines: [fmt.format(i=i) + ln for i, ln in enumerate(lines)]
+
+
+def _numbers(lines):
+    """Every free-standing number of 2+ digits gets other digits of the same length."""
+    return [_NUM.sub(lambda m: str(int(m.group()) % 9 + 1) * len(m.group()), ln) for ln in lines]
+
+
+def _json_flat(lines):
+    return [json.dumps({"log": "\n".join(lines) + "\n", "stream": "stderr", "time": "2026-11-30T10:11:12Z"})]
+
+
+def _cut_last(lines):
+    """The last non-empty line loses its last third (a truncated log)."""
+    out = list(lines)
+    for i in range(len(out) - 1, -1, -1):
+        if out[i].strip():
+            keep = max(40, len(out[i]) * 2 // 3)
+            out[i] = out[i][:keep]
+            break
+    return out
+
+
+VARIANTS = {
+    "rank-prefix": _prefix("[rank3]:"),
+    "local-rank-prefix": _prefix("[default1]:"),
+    "srun-l": _prefix("  7: "),
+    "kubectl-prefix-timestamps": _prefix("2026-11-30T10:11:{i:02d}.123456789Z [pod/train-worker-2/pytorch] "),
+    "docker-compose": _prefix("trainer-1  | "),
+    "syslog": _prefix("Nov 30 10:11:12 gpu-node-07 python[4242]: "),
+    "json-flattened": _json_flat,
+    "crlf": None,
+    "full-width-punctuation": lambda lines: [ln.translate(_FULL) for ln in lines],
+    "numbers-changed": _numbers,
+    "last-line-cut": _cut_last,
+}
+
+
+def _diagnose(index, data: bytes):
+    d = Diagnosis(index)
+    d.feed("x.log", data)
+    d.close("x.log")
+    r = d.report()
+    return r["primary"]["id"] if r["primary"] else None
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_examples_keep_their_diagnosis(entries, index, variant):
+    broken, total = [], 0
+    for e in entries:
+        for i, ex in enumerate(e.data["examples"]):
+            if ex.get("expect", e.id) != e.id:
+                continue
+            lines = example_text(e, ex).splitlines()
+            if VARIANTS[variant] is None:
+                data = "\r\n".join(lines).encode() + b"\r\n"
+            else:
+                data = "\n".join(VARIANTS[variant](lines)).encode() + b"\n"
+            total += 1
+            got = _diagnose(index, data)
+            if got != e.id:
+                broken.append(f"{e.rel} example {i}: {got}")
+    print(f"\n{variant}: {total - len(broken)} of {total} examples keep their diagnosis")
+    assert not broken, f"{variant}: {len(broken)} of {total} examples change:\n" + "\n".join(broken)
