@@ -21,6 +21,7 @@ import re
 
 from .context import HOW_TO_GET, SOFTWARE_FACT, SOFTWARE_NAME
 from .lines import shape
+from .suspects import find as find_suspects
 
 REPORT_FORMAT = 1
 MAX_EVIDENCE = 12
@@ -105,7 +106,7 @@ class Candidate:
         return min(ev, key=_order_key) if ev else None
 
 
-def build_report(index: dict, sources: list, baseline: list | None = None) -> dict:
+def build_report(index: dict, sources: list, baseline: list | None = None, artifacts=None) -> dict:
     entries = index["entries"]
     sigs = index["signatures"]
     facts: dict = {}
@@ -380,6 +381,7 @@ def build_report(index: dict, sources: list, baseline: list | None = None) -> di
                               "new_events": [{k: e[k] for k in ("source", "line", "text", "shape")}
                                              for e in new_events[:50]],
                               "new_event_count": len(new_events)}
+    report["suspects"] = find_suspects(report, sources, artifacts, index)
     return report
 
 

@@ -16,6 +16,7 @@ import re
 
 from . import context
 from .lines import fold, parse_prefix, strip_ansi
+from .suspects import HangLines
 
 WINDOW = 4096            # bytes kept on each side of a hit inside a very long line
 MAX_CARRY = 1 << 20      # a partial line longer than this is scanned in windows
@@ -95,6 +96,7 @@ class Source:
         self.error_lines = 0
         self.shapes: dict[str, dict] = {}
         self.last_ts = None
+        self.hang = HangLines()   # watchdog / collective-timeout lines, for suspects
 
     # ------------------------------------------------------------ input
 
@@ -248,6 +250,7 @@ class Source:
         if "rank" in meta:
             self.ranks.add(meta["rank"])
         context.extract(text, self.facts)
+        self.hang.add(text, meta, line_no, self.name)
         where = None
         for ai in anchors:
             for n, sig, rx, literal in self.plan.sigs_by_anchor.get(ai, ()):
@@ -360,6 +363,7 @@ def merge_ranges(parts: list[Source]) -> Source:
             d["after"] += (part.first_lines or [])[:CONTEXT_LINES - len(d["after"])]
         head.pending = part.pending
         shift = head.lines
+        head.hang.merge(part.hang, shift)
         for kept in part.findings.values():
             for f in kept:
                 f["line"] += shift
