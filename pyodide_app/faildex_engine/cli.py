@@ -45,9 +45,11 @@ def _expand(paths: list[str]) -> list[str]:
     out = []
     for p in paths:
         if p != "-" and os.path.isdir(p):
+            found = []
             for root, dirs, files in os.walk(p):
                 dirs[:] = sorted(x for x in dirs if not x.startswith("."))
-                out += [os.path.join(root, f) for f in sorted(files) if not f.startswith(".")]
+                found += [os.path.join(root, f) for f in sorted(files) if not f.startswith(".")]
+            out += found or [p]      # an empty folder is reported below
         else:
             out.append(p)
     return out
@@ -90,7 +92,7 @@ def main(argv: list[str], index_path=None) -> int:
             print(f"faildex diagnose: {f}: no such file", file=sys.stderr)
             return 2
         if os.path.isdir(f):
-            print(f"faildex diagnose: {f}: is a directory (give the log files inside it)",
+            print(f"faildex diagnose: {f}: is a directory with no files in it",
                   file=sys.stderr)
             return 2
         if not os.access(f, os.R_OK):

@@ -348,8 +348,8 @@ def analyze(dumps: list[dict]) -> list[dict]:
                 lag = top - last[r]
                 suspects.append({
                     "rank": r, "kind": "missing",
-                    "why": f"in {label} rank {r}'s last collective is #{last[r]}; ranks "
-                           f"{_list(stuck)} entered #{top} ({ref['op']} {ref['in_sizes']}), "
+                    "why": f"in {label} rank {r}'s last collective is #{last[r]}; "
+                           f"{_ranks(stuck)} entered #{top} ({ref['op']} {ref['in_sizes']}), "
                            f"which rank {r} never did" + (f" ({lag} behind)" if lag > 1 else ""),
                     "evidence": [_evidence(by_rank[r], ranks[r][last[r]]), _evidence(by_rank[stuck[0]], ref)]})
             elif r not in by_rank:
@@ -426,6 +426,10 @@ def _show(v) -> str:
     if isinstance(v, list) and len(v) == 1:
         v = v[0]
     return str(v)
+
+
+def _ranks(ranks: list[int]) -> str:
+    return ("rank " if len(ranks) == 1 else "ranks ") + _list(ranks)
 
 
 def _list(ranks: list[int]) -> str:

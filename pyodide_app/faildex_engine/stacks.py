@@ -6,8 +6,8 @@ per rank; the rank comes from the file name (a trailing number) or, failing
 that, from a `--rank N` / `RANK=N` in py-spy's command line. Each rank's main
 thread is reduced to its innermost meaningful frames (wrappers such as
 c10d_logger's are skipped); ranks are grouped by them, and the odd group out
-is the suspect: a rank outside any collective while the others wait in one is
-`missing`, a rank in a different collective is `op-mismatch`.
+are the suspects: a rank outside any collective while most others wait in one
+is `missing`, a rank in a different collective than most is `op-mismatch`.
 """
 from __future__ import annotations
 
@@ -115,37 +115,41 @@ def analyze(dumps: list[dict]) -> list[dict]:
         names[d["rank"]] = d["name"]
     if len(where) < 2:
         return []
-    groups: dict[tuple, list[int]] = {}
-    for r in sorted(where):
-        groups.setdefault(where[r], []).append(r)
-    if len(groups) < 2:
-        return []
-    ordered = sorted(groups.values(), key=lambda rs: (-len(rs), rs[0]))
-    usual = ordered[0]
-    if len(ordered[1]) == len(usual):
-        return []        # no majority: nothing to call odd
-    usual_op = _collective(frames_of[usual[0]])
+    ops = {r: _collective(frames_of[r]) for r in where}
+    waiting = sorted(r for r, op in ops.items() if op)
+    if not waiting:
+        return []         # nobody waits in a collective: not a collective hang
+    counts: dict[str, int] = {}
+    for r in waiting:
+        counts[ops[r]] = counts.get(ops[r], 0) + 1
+    usual_op = max(sorted(counts), key=lambda op: counts[op])
+    usual = [r for r in waiting if ops[r] == usual_op]
+    elsewhere = sorted(r for r in where if not ops[r])
     suspects = []
-    for rs in ordered[1:]:
-        for r in rs:
-            frames = frames_of[r]
-            op = _collective(frames)
-            top = frames[0] if frames else None
-            here = where[r][0] if where[r] else "?"
-            if usual_op and op and op != usual_op:
-                kind, why = "op-mismatch", (f"rank {r} waits in {op} while ranks {_list(usual)} wait in "
-                                            f"{usual_op}")
-            elif usual_op and not op:
-                kind, why = "missing", (f"rank {r} is not in a collective (it is at {here}) while ranks "
-                                        f"{_list(usual)} wait in {usual_op}")
-            else:
-                kind, why = "missing", (f"rank {r} is at {here} while ranks {_list(usual)} are at "
-                                        f"{where[usual[0]][0] if where[usual[0]] else '?'}")
-            ref = frames_of[usual[0]][0]
-            suspects.append({"rank": r, "kind": kind, "why": why + " (stack dumps)",
-                             "evidence": [{"source": names[r], "line": top["at"], "text": top["text"]},
-                                          {"source": names[usual[0]], "line": ref["at"], "text": ref["text"]}]})
+
+    def add(r, kind, why):
+        top, ref = frames_of[r][0], frames_of[usual[0]][0]
+        suspects.append({"rank": r, "kind": kind, "why": why + " (stack dumps)",
+                         "evidence": [{"source": names[r], "line": top["at"], "text": top["text"]},
+                                      {"source": names[usual[0]], "line": ref["at"], "text": ref["text"]}]})
+
+    # a rank in another collective than most waiting ranks
+    if len(usual) * 2 > len(waiting):
+        for r in waiting:
+            if ops[r] != usual_op:
+                add(r, "op-mismatch", f"rank {r} waits in {ops[r]} while {_ranks(usual)} wait in {usual_op}")
+    # ranks outside any collective, when they are the few: the peers the others wait for.
+    # When most ranks are outside, the waiting ones may be in a group of their own
+    # (tests/data/hang/two-groups): the stacks alone cannot say who is missing.
+    if elsewhere and len(elsewhere) < len(waiting):
+        for r in elsewhere:
+            add(r, "missing", f"rank {r} is not in a collective (it is at {where[r][0] if where[r] else '?'}) "
+                              f"while {_ranks(usual)} wait in {usual_op}")
     return suspects
+
+
+def _ranks(ranks: list[int]) -> str:
+    return ("rank " if len(ranks) == 1 else "ranks ") + ",".join(map(str, ranks))
 
 
 def _list(ranks: list[int]) -> str:
