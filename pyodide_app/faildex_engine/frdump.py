@@ -86,7 +86,18 @@ def _entry(e: dict) -> dict:
             "in_sizes": e.get("input_sizes"), "out_sizes": e.get("output_sizes"),
             "in_dtypes": e.get("input_dtypes"), "out_dtypes": e.get("output_dtypes"),
             "created_ns": _int(e.get("time_created_ns")), "timeout_ms": _int(e.get("timeout_ms")),
-            "record": _int(e.get("record_id"))}
+            "record": _int(e.get("record_id")), "caller": _caller(e.get("frames"))}
+
+
+def _caller(frames) -> str:
+    """The innermost frame outside torch.distributed: the line that called the collective."""
+    if not isinstance(frames, list):
+        return ""
+    for f in frames:
+        if isinstance(f, dict) and "/torch/distributed/" not in str(f.get("filename", "")).replace("\\", "/"):
+            base = str(f.get("filename", "")).replace("\\", "/").rsplit("/", 1)[-1]
+            return f"{f.get('name', '?')} ({base}:{f.get('line', '?')})"
+    return ""
 
 
 # ---------------------------------------------------------------- safe pickle reader
@@ -306,7 +317,8 @@ def _describe(e: dict) -> str:
 def _evidence(dump: dict, e: dict) -> dict:
     return {"source": dump["name"], "line": (e["record"] + 1) if e["record"] is not None else 0,
             "text": f"pg {e['pg']}{' (' + e['pg_desc'] + ')' if e['pg_desc'] else ''} "
-                    f"{_describe(e)}, state {e['state'] or '?'}, created {_clock(e['created_ns'])} UTC"}
+                    f"{_describe(e)}, state {e['state'] or '?'}, created {_clock(e['created_ns'])} UTC"
+                    + (f", called from {e['caller']}" if e["caller"] else "")}
 
 
 def _majority(values: dict) -> tuple:

@@ -30,7 +30,7 @@ _PG = r"(?:\[PG (?:ID )?(?P<pg>\d+)(?: PG GUID (?P<guid>[^\s\]]+))? )?\[?Rank (?
 _WATCHDOG = re.compile(_PG + r"Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(?P<seq>\d+), "
                        r"OpType=(?P<op>\w+)(?:, NumelIn=(?P<numel_in>\d+), NumelOut=(?P<numel_out>\d+))?"
                        r"(?:, Timeout\(ms\)=(?P<timeout_ms>\d+))?")
-_PROGRESS = re.compile(_PG + r".*?(?:at work|at NCCL work|work sequence id): (?P<seq>\d+)[,.]? "
+_PROGRESS = re.compile(_PG + r".{0,200}?(?:at work|at NCCL work|work sequence id): (?P<seq>\d+)[,.]? "
                        r"(?:PG status: )?last enqueued (?:NCCL )?work: (?P<enqueued>-?\d+)"
                        r"(?:, last completed (?:NCCL )?work: (?P<completed>-?\d+))?")
 _GLOO = re.compile(r"Timed out waiting (?P<timeout_ms>\d+)ms for (?P<op>send|recv) operation to complete")
@@ -304,7 +304,7 @@ def from_logs(report: dict, sources: list, index: dict) -> list[dict]:
 def _is_hang_report(primary: dict) -> bool:
     """A primary that is itself the waiting (a timeout) names no culprit rank."""
     text = primary.get("first_seen", {}).get("text", "")
-    return any(k in text for k in _KEYS) or "imeout" in primary.get("id", "")
+    return any(k in text for k in _KEYS)
 
 
 def _ev(it: dict) -> dict:
