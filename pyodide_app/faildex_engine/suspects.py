@@ -244,7 +244,8 @@ def from_logs(report: dict, sources: list, index: dict) -> list[dict]:
                            + (" or losing a peer there" if present != set(waiting) else "")
                            + f"; rank {r} " + ("is in the world size " + str(world) if world
                                                else "is within the ranks seen")
-                           + " but reports neither",
+                           + (" but reports neither" if present != set(waiting) else
+                              " but reports no such timeout"),
                     "evidence": [_ev(waiting[o]) for o in sorted(waiting)[:2]]})
         # same sequence number, different operation or size
         by_seq: dict[tuple, dict[int, dict]] = {}
