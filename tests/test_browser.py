@@ -233,3 +233,30 @@ def test_try_an_example(page):
     choice = next(o for o in options if o)
     page.select_option("[data-testid=example]", choice)
     assert diagnose_and_wait(page) == choice
+
+
+def test_dropped_flight_recorder_dumps_name_the_suspect_rank(page, root):
+    # The real pickle dumps of tests/data/hang/op (rank 3 broadcasts where the others
+    # all_reduce), dropped on the page as binary files.
+    import base64
+    dumps = sorted((root / "tests" / "data" / "hang" / "op" / "fr").iterdir())
+    files = [{"name": p.name, "b64": base64.b64encode(p.read_bytes()).decode()} for p in dumps]
+    page.evaluate("""files => {
+        const dt = new DataTransfer();
+        for (const f of files) {
+            const bytes = Uint8Array.from(atob(f.b64), c => c.charCodeAt(0));
+            dt.items.add(new File([bytes], f.name, {type: "application/octet-stream"}));
+        }
+        const zone = document.querySelector("#fdx-drop");
+        zone.dispatchEvent(new DragEvent("drop", {dataTransfer: dt, bubbles: true, cancelable: true}));
+    }""", files)
+    diagnose_and_wait(page)
+    suspects = page.locator("[data-testid=suspects] > ul > li")
+    assert suspects.count() == 1
+    assert suspects.first.get_attribute("data-rank") == "3"
+    assert suspects.first.get_attribute("data-kind") == "op-mismatch"
+    assert "gloo:broadcast" in suspects.first.inner_text()
+    # suspects come before the diagnosis
+    order = page.evaluate("""() => [...document.querySelector('#fdx-report').children]
+        .map(n => n.dataset.testid || '')""")
+    assert order.index("suspects") < order.index("primary")

@@ -11,6 +11,7 @@ Callers that stream (the browser worker) use Diagnosis directly:
 
     d = Diagnosis(index)
     d.feed("rank0.log", chunk_bytes); ...; d.close("rank0.log")
+    d.add_dump("nccl_trace_rank_0", dump_bytes)   # flight-recorder or stack dump
     report = d.report()
 """
 from __future__ import annotations
@@ -20,10 +21,14 @@ import json
 import sys
 import zlib
 
+from .frdump import DumpError
 from .reason import REPORT_FORMAT, build_report
 from .scan import Plan, Source, merge_ranges
 
-__all__ = ["Diagnosis", "diagnose", "load_index", "read_chunks", "InputError", "REPORT_FORMAT"]
+from .suspects import Artifacts, is_artifact
+
+__all__ = ["Diagnosis", "diagnose", "load_index", "read_chunks", "InputError", "DumpError",
+           "REPORT_FORMAT"]
 
 CHUNK = 8 << 20
 
@@ -52,6 +57,7 @@ class Diagnosis:
         self.baseline_mode = baseline
         self.sources: dict[str, Source] = {}
         self.baseline_sources: dict[str, Source] = {}
+        self.artifacts = Artifacts()
 
     def _source(self, name: str, is_baseline: bool) -> Source:
         table = self.baseline_sources if is_baseline else self.sources
@@ -81,10 +87,17 @@ class Diagnosis:
         merged = merge_ranges(list(parts))
         merged.plan = self.plan
         (self.baseline_sources if baseline else self.sources)[name] = merged
+    def add_dump(self, name: str, data: bytes) -> str:
+        """A flight-recorder dump (pickle or JSON) or a py-spy/faulthandler stack dump of one
+        rank, whole; the rank comes from the name. Returns what it was read as; raises
+        DumpError (one line, naming the file) for anything else or anything unsafe."""
+        return self.artifacts.add(name, bytes(data))
 
     def report(self) -> dict:
         base = list(self.baseline_sources.values()) if self.baseline_mode else None
-        return build_report(self.index, list(self.sources.values()), base)
+        report = build_report(self.index, list(self.sources.values()), base, self.artifacts)
+        report["inputs"] += self.artifacts.inputs
+        return report
 
 
 def read_chunks(path: str, chunk_size: int = CHUNK):
@@ -153,6 +166,25 @@ def _gunzip(stream, chunk_size: int):
             return
 
 
+def _read_dump(d: Diagnosis, path: str) -> bool:
+    """Give a dump file to d whole; False when the file is a log (or unreadable: the log
+    reader reports that)."""
+    from .frdump import MAX_DUMP_BYTES
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(8192)
+            if head[:2] == b"\x1f\x8b" or not is_artifact(head):
+                return False
+            data = head + fh.read(MAX_DUMP_BYTES + 1 - len(head))
+    except OSError:
+        return False
+    try:
+        d.add_dump(path, data)
+    except DumpError as err:
+        raise InputError(str(err)) from None
+    return True
+
+
 def diagnose(paths, index, baseline=None, progress=None, workers: int = 1) -> dict:
     """Diagnose files (paths, '-' for stdin). baseline: paths of a good run.
     progress(bytes_done) is called after each chunk. workers > 1 scans large plain
@@ -163,6 +195,8 @@ def diagnose(paths, index, baseline=None, progress=None, workers: int = 1) -> di
     for group, is_base in ((list(baseline or []), True), (list(paths), False)):
         for path in group:
             name = "<stdin>" if path == "-" else str(path)
+            if not is_base and path != "-" and _read_dump(d, str(path)):
+                continue
             src = d._source(name, is_base)
             if workers > 1 and path != "-":
                 from .parallel import scan_file

@@ -39,11 +39,30 @@ class _Progress:
         sys.stderr.flush()
 
 
+def _expand(paths: list[str]) -> list[str]:
+    """A folder stands for the files under it (logs, flight-recorder and stack dumps), sorted;
+    hidden files are skipped."""
+    out = []
+    for p in paths:
+        if p != "-" and os.path.isdir(p):
+            found = []
+            for root, dirs, files in os.walk(p):
+                dirs[:] = sorted(x for x in dirs if not x.startswith("."))
+                found += [os.path.join(root, f) for f in sorted(files) if not f.startswith(".")]
+            out += found or [p]      # an empty folder is reported below
+        else:
+            out.append(p)
+    return out
+
+
 def main(argv: list[str], index_path=None) -> int:
     ap = argparse.ArgumentParser(
         prog="faildex diagnose",
         description="Name the failure that started it all. Give one log per rank or node; "
-                    "'-' reads stdin; .gz is read transparently.",
+                    "'-' reads stdin; .gz is read transparently. PyTorch flight-recorder dumps "
+                    "(pickle or JSON) and py-spy/faulthandler stack dumps, one per rank, named with "
+                    "the rank at the end (nccl_trace_rank_3), name the rank that hung. A folder "
+                    "stands for every file under it.",
         epilog="Exit codes: 0 report printed (whatever it found); 2 bad usage or unreadable input.")
     ap.add_argument("files", nargs="+", metavar="FILE")
     ap.add_argument("--format", choices=["text", "json", "markdown"], default="text")
@@ -64,6 +83,7 @@ def main(argv: list[str], index_path=None) -> int:
     except (OSError, ValueError) as err:
         print(f"faildex diagnose: cannot read the index: {err}", file=sys.stderr)
         return 2
+    args.files = _expand(args.files)
     total = 0
     for f in args.files + args.baseline:
         if f == "-":
@@ -72,7 +92,7 @@ def main(argv: list[str], index_path=None) -> int:
             print(f"faildex diagnose: {f}: no such file", file=sys.stderr)
             return 2
         if os.path.isdir(f):
-            print(f"faildex diagnose: {f}: is a directory (give the log files inside it)",
+            print(f"faildex diagnose: {f}: is a directory with no files in it",
                   file=sys.stderr)
             return 2
         if not os.access(f, os.R_OK):

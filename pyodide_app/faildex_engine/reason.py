@@ -35,6 +35,7 @@ from functools import cmp_to_key
 
 from .context import HOW_TO_GET, SOFTWARE_FACT, SOFTWARE_NAME
 from .lines import shape
+from .suspects import find as find_suspects
 
 REPORT_FORMAT = 1
 MAX_EVIDENCE = 12
@@ -457,7 +458,7 @@ def nearest(lines: list[str], entries: dict, limit: int = 3) -> list[tuple[float
 
 # ---------------------------------------------------------------- assemble
 
-def build_report(index: dict, sources: list, baseline: list | None = None) -> dict:
+def build_report(index: dict, sources: list, baseline: list | None = None, artifacts=None) -> dict:
     entries = index["entries"]
     g = Gathered(index, sources)
 
@@ -593,6 +594,7 @@ def build_report(index: dict, sources: list, baseline: list | None = None) -> di
                               "new_events": [{k: e[k] for k in ("source", "line", "text", "shape")}
                                              for e in new_events[:50]],
                               "new_event_count": len(new_events)}
+    report["suspects"] = find_suspects(report, sources, artifacts, index)
     return report
 
 

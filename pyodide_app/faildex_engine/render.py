@@ -27,6 +27,14 @@ def to_text(report: dict, color: bool = False, site: str = SITE) -> str:
     for inp in report["inputs"]:
         if inp["status"] != "ok" or inp["messages"]:
             out.append(c("33", f"note: {inp['name']}: {'; '.join(inp['messages'])}"))
+    if report.get("suspects"):
+        out.append(c("1;35", "Suspects (the rank that stopped the others)"))
+        for sus in report["suspects"]:
+            out.append(f"  rank {sus['rank']}" + (f" on {sus['host']}" if sus.get("host") else "")
+                       + f": {sus['kind']} · {sus['why']}")
+            for e in sus["evidence"][:3]:
+                out.append(c("36", f"      {e['source']}:{e['line']}: ") + e["text"][:200])
+        out.append("")
     if p:
         out.append(c("1;31", f"{p['title']}") + f"  [{p['id']}]")
         out.append(f"confidence {p['confidence']:.2f} · {p['why']}")
@@ -123,6 +131,12 @@ def to_markdown(report: dict, redact_it: bool = False, site: str = SITE) -> str:
     if p:
         lines.append(f"faildex diagnosis: **{p['id']}** (confidence {p['confidence']:.2f}); "
                      f"entry: {site}{p['url']}")
+        lines.append("")
+    if report.get("suspects"):
+        lines += ["### Suspect ranks", "", "| rank | host | kind | why |", "|---|---|---|---|"]
+        for sus in report["suspects"]:
+            lines.append(f"| {sus['rank']} | {_md_cell(sus.get('host', ''))} | {sus['kind']} | "
+                         f"{_md_cell(sus['why'])} |")
         lines.append("")
     first = (report["evidence"][0] if report["evidence"] else
              (report.get("unmatched") or {}).get("last_exception") or

@@ -16,6 +16,7 @@ import re
 
 from . import context
 from .lines import fold, parse_prefix, strip_ansi
+from .suspects import HangLines
 
 WINDOW = 4096            # bytes kept on each side of a hit inside a very long line
 MAX_CARRY = 1 << 20      # a partial line longer than this is scanned in windows
@@ -125,6 +126,7 @@ class Source:
         # Findings of the current buffer that still need their context lines: only
         # the kept ones get them, once, at the end of the buffer (see _scan).
         self._unattached: list[tuple[dict, int, int]] = []
+        self.hang = HangLines()   # watchdog / collective-timeout lines, for suspects
 
     # ------------------------------------------------------------ input
 
@@ -321,6 +323,7 @@ class Source:
         if "rank" in meta:
             self.ranks.add(meta["rank"])
         context.extract(text, self.facts)
+        self.hang.add(text, meta, line_no, self.name)
         where = None
         tried: set[int] = set()
         for a in anchors:
@@ -480,6 +483,7 @@ def merge_ranges(parts: list[Source]) -> Source:
             d["after"] += (part.first_lines or [])[:CONTEXT_LINES - len(d["after"])]
         head.pending = part.pending
         shift = head.lines
+        head.hang.merge(part.hang, shift)
         for kept in part.findings.values():
             for f in kept:
                 f["line"] += shift

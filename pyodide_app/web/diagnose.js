@@ -141,7 +141,9 @@ function timeline(report) {
   const hi = Math.max(...items.map(pos));
   const wrap = el("div", { class: "fdx-timeline", "data-testid": "timeline" });
   for (const [name, list] of [...lanes.entries()].sort()) {
-    const lane = el("div", { class: "fdx-lane" }, el("span", { class: "fdx-lane-name", text: name }));
+    const suspect = (report.suspects || []).some((s) => name === `rank ${s.rank}`);
+    const lane = el("div", { class: suspect ? "fdx-lane fdx-suspect" : "fdx-lane" },
+      el("span", { class: "fdx-lane-name", text: suspect ? `${name} (suspect)` : name }));
     const track = el("div", { class: "fdx-track" });
     for (const t of list) {
       const x = hi > lo ? ((pos(t) - lo) / (hi - lo)) * 100 : 0;
@@ -158,6 +160,20 @@ function timeline(report) {
   return section(allTs ? "Timeline (by time)" : "Timeline (by line; the inputs carry no timestamps)", wrap);
 }
 
+// Which rank stopped the others (report.suspects): shown first, with the host to drain.
+function renderSuspects(r) {
+  const list = r.suspects || [];
+  if (!list.length) return null;
+  return el("section", { class: "fdx-section fdx-suspects", "data-testid": "suspects" },
+    el("h3", { text: "Suspect ranks" }),
+    el("ul", {}, list.map((s) => el("li", { "data-rank": s.rank, "data-kind": s.kind },
+      el("b", { text: `rank ${s.rank}` }), s.host ? ` on ${s.host}` : "", " · ",
+      el("code", { text: s.kind }), ` · ${s.why}`,
+      s.evidence && s.evidence.length
+        ? el("ul", {}, s.evidence.slice(0, 3).map((e) => el("li", {}, `${e.source}:${e.line} `, el("code", { text: e.text }))))
+        : null))));
+}
+
 function renderReport(r, shared) {
   const out = $("#fdx-report");
   out.replaceChildren();
@@ -167,6 +183,8 @@ function renderReport(r, shared) {
     out.append(el("div", { class: "fdx-notes", "data-testid": "notes" },
       notes.map((i) => el("p", { text: `${i.name}: ${i.messages.join("; ")}` }))));
   }
+  const suspects = renderSuspects(r);
+  if (suspects) out.append(suspects);
   const p = r.primary;
   const prim = el("div", { class: "fdx-primary", "data-testid": "primary", "data-entry-id": p ? p.id : "" });
   if (p) {

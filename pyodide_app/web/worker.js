@@ -30,7 +30,8 @@ const GLUE = `
 import json
 import pickle
 from pyodide.ffi import to_js
-from faildex_engine import Diagnosis, load_index
+from faildex_engine import Diagnosis, DumpError, load_index
+from faildex_engine.suspects import is_artifact
 from faildex_engine.render import to_markdown, redact
 
 _index = None
@@ -75,6 +76,17 @@ def feed(name, buf):
 def close(name, truncated):
     _d.close(name, truncated or None)
 
+# flight-recorder and stack dumps are read whole, as bytes (a pickle is not text)
+def looks_like_dump(head):
+    return is_artifact(head.to_bytes()) is not None
+
+def add_dump(name, buf):
+    try:
+        _d.add_dump(name, buf.to_bytes())
+        return ""
+    except DumpError as err:
+        return str(err)
+
 def share_payload(r):
     keep = {
         "v": 1,
@@ -86,6 +98,7 @@ def share_payload(r):
         "facts": {k: v for k, v in r["facts"].items() if k not in ("hosts", "ranks")},
         "missing": r["missing"],
         "next_action": r["next_action"],
+        "suspects": [{k: s[k] for k in ("rank", "host", "kind", "why") if k in s} for s in r["suspects"][:8]],
         "inputs": [{"name": i["name"], "status": i["status"], "messages": i["messages"]} for i in r["inputs"]],
     }
     return redact(json.dumps(keep, sort_keys=True), r["facts"].get("hosts", []))
@@ -107,7 +120,7 @@ async function boot() {
   py.runPython(GLUE);
   api = {};
   for (const f of ["init", "start", "feed", "close", "finish", "part_start", "part_feed", "part_finish",
-    "order_of", "part_adopt", "parts_merge"]) api[f] = py.globals.get(f);
+    "order_of", "part_adopt", "parts_merge", "looks_like_dump", "add_dump"]) api[f] = py.globals.get(f);
   api.init(indexText);
   postMessage({ type: "ready", ms: Math.round(performance.now() - t0), pyodide: manifest.pyodide });
 }
@@ -260,6 +273,14 @@ async function readyScanners(size) {
   return scanners.filter((s) => s.ready);
 }
 
+// A flight-recorder dump (pickle or JSON) or a py-spy/faulthandler stack dump, told by
+// its first bytes; it goes to the engine whole instead of through the log scanner.
+const DUMP_MAX = 256 << 20;
+async function isDump(file) {
+  if (file.size > DUMP_MAX) return false;
+  return api.looks_like_dump(new Uint8Array(await file.slice(0, 8192).arrayBuffer()));
+}
+
 async function scan(inputs) {
   await ready;
   cancelled = false;
@@ -281,6 +302,11 @@ async function scan(inputs) {
         api.close(input.name, null);
         finished = true;
         report(input.text.length);
+      } else if (await isDump(input.file)) {
+        const problem = api.add_dump(input.name, new Uint8Array(await input.file.arrayBuffer()));
+        if (problem) { postMessage({ type: "error", message: problem }); return; }
+        finished = true;
+        report(input.file.size);
       } else if (/\.gz$/i.test(input.name)) {
         finished = await scanGzip(input, report);
       } else {

@@ -1,0 +1,321 @@
+"""Which rank, on which host, stopped the others: the report's `suspects`.
+
+Three kinds of evidence, each optional:
+  - plain logs: the watchdog and collective-timeout lines every waiting rank
+    prints (HangLines collects them during the scan, bounded per input);
+  - flight-recorder dumps, one per rank (frdump.py);
+  - Python stack dumps of the hung ranks (stacks.py).
+Each gives suspect dicts {rank, host?, kind, why, evidence: [{source, line, text}]};
+kind is one of KINDS. A rank named by several kinds of evidence is one suspect
+listed once, under its most specific kind, with every reason.
+"""
+from __future__ import annotations
+
+import re
+
+from . import frdump, stacks
+
+# In order of how specifically each kind names what the rank did wrong; a rank named by
+# several kinds of evidence is listed once, under the first of its kinds here. A mismatch
+# comes before a crash: with Gloo the rank that aborts ("Received data size doesn't
+# match") is the one that received the odd rank's bigger tensor (tests/data/hang/dtype).
+KINDS = ("op-mismatch", "size-mismatch", "dtype-mismatch", "crashed", "late", "missing", "behind")
+MAX_LINES = 4096          # hang lines kept per input
+MAX_SUSPECTS = 64
+MAX_EVIDENCE = 6
+
+# What the waiting ranks print, across PyTorch releases (ProcessGroupNCCL.cpp
+# watchdog and WorkNCCL::checkTimeout; Gloo's unbound_buffer.cc).
+_PG = r"(?:\[PG (?:ID )?(?P<pg>\d+)(?: PG GUID (?P<guid>[^\s\]]+))? )?\[?Rank (?P<rank>\d+)\] "
+_WATCHDOG = re.compile(_PG + r"Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(?P<seq>\d+), "
+                       r"OpType=(?P<op>\w+)(?:, NumelIn=(?P<numel_in>\d+), NumelOut=(?P<numel_out>\d+))?"
+                       r"(?:, Timeout\(ms\)=(?P<timeout_ms>\d+))?")
+_PROGRESS = re.compile(_PG + r".{0,200}?(?:at work|at NCCL work|work sequence id): (?P<seq>\d+)[,.]? "
+                       r"(?:PG status: )?last enqueued (?:NCCL )?work: (?P<enqueued>-?\d+)"
+                       r"(?:, last completed (?:NCCL )?work: (?P<completed>-?\d+))?")
+_GLOO = re.compile(r"Timed out waiting (?P<timeout_ms>\d+)ms for (?P<op>send|recv) operation to complete")
+# Gloo: a rank waiting in a collective whose peer has gone (exited after its own timeout)
+_PEER_GONE = re.compile(r"(?:Connection closed by peer|Read error) \[[^\]]{1,80}\]:\d+")
+_WORLD = re.compile(r"\bsize: (?P<size>\d+), global rank: (?P<rank>\d+)")
+_KEYS = ("Watchdog caught", "last enqueued", "Timed out waiting", "global rank:", "Connection closed by peer",
+         "Read error [")
+
+
+class HangLines:
+    """Per-input collector of the lines that say where a rank was stuck."""
+
+    def __init__(self):
+        self.items: list[dict] = []
+        self.dropped = 0
+        self.world_size = None
+
+    def add(self, text: str, meta: dict, line_no: int, source: str) -> None:
+        if not any(k in text for k in _KEYS):
+            return
+        m = _WATCHDOG.search(text)
+        kind = "watchdog"
+        if not m:
+            m, kind = _PROGRESS.search(text), "progress"
+        if not m:
+            m, kind = _GLOO.search(text), "gloo"
+        if not m:
+            m, kind = _PEER_GONE.search(text), "peer-gone"
+        if not m:
+            w = _WORLD.search(text)
+            if w:
+                self.world_size = max(self.world_size or 0, int(w.group("size")))
+            return
+        if len(self.items) >= MAX_LINES:
+            self.dropped += 1
+            return
+        item = {k: v for k, v in m.groupdict().items() if v is not None}
+        item.update(kind=kind, source=source, line=line_no, text=text[:500])
+        if "rank" in item:
+            item["rank"] = int(item["rank"])
+        elif "rank" in meta:
+            item["rank"] = meta["rank"]
+        if "host" in meta:
+            item["host"] = meta["host"]
+        self.items.append(item)
+
+    def merge(self, other: "HangLines", shift: int) -> None:
+        """Append the lines of the next range of the same input (parallel scan)."""
+        room = MAX_LINES - len(self.items)
+        self.items += [dict(i, line=i["line"] + shift) for i in other.items[:max(room, 0)]]
+        self.dropped += other.dropped + max(len(other.items) - max(room, 0), 0)
+        if other.world_size:
+            self.world_size = max(self.world_size or 0, other.world_size)
+
+
+class Artifacts:
+    """Dumps given next to the logs: flight-recorder dumps and stack dumps."""
+
+    def __init__(self):
+        self.fr: list[dict] = []
+        self.stacks: list[dict] = []
+        self.inputs: list[dict] = []
+
+    def add(self, name: str, data: bytes) -> str:
+        """Read one dump (kind from its content); raises frdump.DumpError with a one-line message."""
+        if frdump.looks_like_dump(data[:8192]):
+            d = frdump.load(name, data)
+            self.fr.append(d)
+            kind = f"flight-recorder dump ({d['form']}, rank {d['rank']}, {len(d['entries'])} entries)"
+        elif stacks.looks_like_stacks(data[:8192]):
+            d = stacks.load(name, data)
+            self.stacks.append(d)
+            kind = f"{d['form']} stack dump" + (f" (rank {d['rank']})" if d["rank"] is not None else
+                                                " (no rank in the file name: not compared)")
+        else:
+            raise frdump.DumpError(f"{name}: neither a flight-recorder dump nor a py-spy/faulthandler stack dump")
+        self.inputs.append({"name": name, "bytes": len(data), "lines": 0, "status": "ok",
+                            "messages": [], "kind": kind})
+        return kind
+
+
+def is_artifact(head: bytes) -> str | None:
+    """'fr' for a flight-recorder dump, 'stacks' for a stack dump, None for a log."""
+    if frdump.looks_like_dump(head):
+        return "fr"
+    if stacks.looks_like_stacks(head):
+        return "stacks"
+    return None
+
+
+def find(report: dict, sources: list, artifacts: Artifacts | None = None, index: dict | None = None) -> list[dict]:
+    """The suspects of a report, from its logs and any dumps; sorted, plain data."""
+    found = from_logs(report, sources, index or {})
+    if artifacts is not None:
+        found += frdump.analyze(artifacts.fr)
+        found += stacks.analyze(artifacts.stacks)
+    hosts = _hosts(sources)
+    # One suspect per rank: the most specific kind names it, every reason is kept.
+    merged: dict[int, dict] = {}
+    for s in sorted(found, key=lambda s: KINDS.index(s["kind"])):
+        m = merged.get(s["rank"])
+        if m is None:
+            merged[s["rank"]] = dict(s, evidence=list(s["evidence"]))
+            continue
+        if s["why"] not in m["why"]:
+            m["why"] += "; " + s["why"]
+        m["evidence"] += [e for e in s["evidence"] if e not in m["evidence"]]
+        if "host" in s and "host" not in m:
+            m["host"] = s["host"]
+    out = []
+    for rank, s in merged.items():
+        s["evidence"] = s["evidence"][:MAX_EVIDENCE]
+        if "host" not in s and rank in hosts:
+            s["host"] = hosts[rank]
+        out.append(s)
+    out.sort(key=lambda s: (KINDS.index(s["kind"]), s["rank"]))
+    return out[:MAX_SUSPECTS]
+
+
+def _hosts(sources: list) -> dict[int, str]:
+    """rank -> host, where a log line says both."""
+    hosts: dict[int, str] = {}
+    for src in sources:
+        for item in getattr(src, "hang", HangLines()).items:
+            if "host" in item and "rank" in item:
+                hosts.setdefault(item["rank"], item["host"])
+    return hosts
+
+
+def _source_rank(src) -> int | None:
+    """The one rank an input belongs to: a single rank in its lines, else its file name."""
+    if len(src.ranks) == 1:
+        return next(iter(src.ranks))
+    if not src.ranks:
+        return frdump.rank_from_name(src.name.rsplit(".", 1)[0] if src.name.endswith(".gz") else src.name)
+    return None
+
+
+def from_logs(report: dict, sources: list, index: dict) -> list[dict]:
+    suspects: list[dict] = []
+    primary = report.get("primary")
+    crashed = None
+    entry = index.get("entries", {}).get(primary["id"], {}) if primary else {}
+    if primary and primary.get("first_seen") and not entry.get("downstream") and not _is_hang_report(primary):
+        first = primary["first_seen"]
+        rank = first.get("rank")
+        if rank is None:
+            src = next((s for s in sources if s.name == first["source"]), None)
+            rank = _source_rank(src) if src is not None else None
+        if rank is not None:
+            crashed = rank
+            s = {"rank": rank, "kind": "crashed",
+                 "why": f"rank {rank} failed first ({primary['id']}); the other ranks' errors and "
+                        f"timeouts are collateral",
+                 "evidence": [{"source": first["source"], "line": first["line"], "text": first["text"]}]}
+            if "host" in first:
+                s["host"] = first["host"]
+            suspects.append(s)
+
+    items: list[dict] = []
+    seen_ranks: set = set()
+    world = None
+    for src in sources:
+        hang = getattr(src, "hang", None)
+        if hang is None:
+            continue
+        own = _source_rank(src)
+        seen_ranks |= set(src.ranks)
+        if own is not None:
+            seen_ranks.add(own)
+        if hang.world_size:
+            world = max(world or 0, hang.world_size)
+        for it in hang.items:
+            if "rank" not in it and own is not None:
+                it = dict(it, rank=own)
+            if "rank" in it:
+                items.append(it)
+    if not items:
+        return suspects
+    ws = report.get("facts", {}).get("world_size")
+    if world is None and ws and str(ws).isdigit():
+        world = int(ws)
+
+    # The collective the ranks time out in, per process group.
+    waiting: dict[int, dict] = {}     # rank -> first watchdog/gloo line
+    for it in items:
+        if it["kind"] in ("watchdog", "gloo"):
+            waiting.setdefault(it["rank"], it)
+    # ranks that were inside a collective when a peer went away were there too
+    present = set(waiting) | {it["rank"] for it in items if it["kind"] == "peer-gone"}
+    if waiting:
+        reporters = sorted(present)
+        if world:
+            expected = set(range(world))
+        else:
+            # ranks count from 0: a gap below the highest reporter is a rank that did not report
+            expected = set(range(max(reporters) + 1)) | seen_ranks
+        # Only when most expected ranks report the wait: a single waiting rank may be
+        # in a subgroup of its own (tests/data/hang/two-groups), and names nobody.
+        if len(reporters) * 2 > len(expected):
+            first = waiting[min(waiting)]
+            what = (f"#{first['seq']} {first['op']}" if "seq" in first else
+                    f"a {first['op']} that timed out after {first['timeout_ms']} ms")
+            for r in sorted(expected - set(reporters)):
+                if r == crashed:
+                    continue
+                suspects.append({
+                    "rank": r, "kind": "missing",
+                    "why": f"{_ranks(reporters)} report waiting in {what}"
+                           + (" or losing a peer there" if present != set(waiting) else "")
+                           + f"; rank {r} " + ("is in the world size " + str(world) if world
+                                               else "is within the ranks seen")
+                           + (" but reports neither" if present != set(waiting) else
+                              " but reports no such timeout"),
+                    "evidence": [_ev(waiting[o]) for o in sorted(waiting)[:2]]})
+        # same sequence number, different operation or size
+        by_seq: dict[tuple, dict[int, dict]] = {}
+        for r, it in waiting.items():
+            if "seq" in it:
+                by_seq.setdefault((it.get("pg", ""), it["seq"]), {})[r] = it
+        for (pg, seq), per in sorted(by_seq.items()):
+            for kind, key in (("op-mismatch", "op"), ("size-mismatch", "numel_in"), ("size-mismatch", "numel_out")):
+                values = {r: it.get(key) for r, it in per.items() if it.get(key) is not None}
+                groups: dict = {}
+                for r, v in sorted(values.items()):
+                    groups.setdefault(v, []).append(r)
+                if len(groups) < 2:
+                    continue
+                usual = max(groups, key=lambda v: (len(groups[v]), -groups[v][0]))
+                for v, rs in groups.items():
+                    if v == usual:
+                        continue
+                    for r in rs:
+                        suspects.append({
+                            "rank": r, "kind": kind,
+                            "why": f"at SeqNum {seq}{' in PG ' + pg if pg else ''} rank {r} reports "
+                                   f"{key}={v} where {_ranks(groups[usual])} report {usual}",
+                            "evidence": [_ev(per[r]), _ev(per[groups[usual][0]])]})
+                break
+        # a rank that times out on an earlier collective than the others
+        seqs = {r: int(it["seq"]) for r, it in waiting.items() if "seq" in it}
+        if len(set(seqs.values())) > 1 and len(seqs) > 2:
+            common = max(set(seqs.values()), key=lambda v: list(seqs.values()).count(v))
+            for r, v in sorted(seqs.items()):
+                if v < common:
+                    suspects.append({"rank": r, "kind": "behind",
+                                     "why": f"rank {r} times out at SeqNum {v}, the others at {common}",
+                                     "evidence": [_ev(waiting[r])]})
+    # the rank whose last completed work is lowest
+    done: dict[int, tuple] = {}
+    for it in items:
+        if it["kind"] == "progress" and "completed" in it:
+            done.setdefault((it.get("pg", ""), it["rank"]), (int(it["completed"]), it))
+    per_pg: dict[str, dict[int, tuple]] = {}
+    for (pg, r), v in done.items():
+        per_pg.setdefault(pg, {})[r] = v
+    for pg, ranks in sorted(per_pg.items()):
+        values = {r: v[0] for r, v in ranks.items()}
+        if len(ranks) < 2 or len(set(values.values())) < 2:
+            continue
+        low, high = min(values.values()), max(values.values())
+        for r in sorted(ranks):
+            if values[r] == low:
+                suspects.append({"rank": r, "kind": "behind",
+                                 "why": f"rank {r}'s last completed work{' in PG ' + pg if pg else ''} is "
+                                        f"#{low}; other ranks completed up to #{high}",
+                                 "evidence": [_ev(ranks[r][1])]})
+    return suspects
+
+
+def _is_hang_report(primary: dict) -> bool:
+    """A primary that is itself the waiting (a timeout) names no culprit rank."""
+    text = primary.get("first_seen", {}).get("text", "")
+    return any(k in text for k in _KEYS)
+
+
+def _ev(it: dict) -> dict:
+    return {"source": it["source"], "line": it["line"], "text": it["text"]}
+
+
+def _ranks(ranks) -> str:
+    ranks = list(ranks)
+    return ("rank " if len(ranks) == 1 else "ranks ") + _list(ranks)
+
+
+def _list(ranks) -> str:
+    return ",".join(map(str, ranks))

@@ -1,0 +1,190 @@
+"""Which rank hung: suspects from real hangs (tests/data/hang, made by its recipe with
+PyTorch 2.13 CPU and Gloo), from real public NCCL watchdog logs, and hostile dumps."""
+from __future__ import annotations
+
+import json
+import os
+import pickle
+from pathlib import Path
+
+import pytest
+from ruamel.yaml import YAML
+
+from faildex_engine import Diagnosis, DumpError, diagnose
+from faildex_engine import cli, frdump
+from faildex_engine.suspects import is_artifact
+
+ROOT = Path(__file__).resolve().parent.parent
+HANG = ROOT / "tests" / "data" / "hang"
+SCENARIOS = sorted(p.name for p in HANG.iterdir() if (p / "expected.yaml").exists())
+KINDS_OF_EVIDENCE = ("logs", "fr", "fr-json", "stacks")
+
+
+def expected(scenario: str) -> dict:
+    return YAML(typ="safe").load((HANG / scenario / "expected.yaml").read_text())
+
+
+def pairs(report: dict) -> list[list]:
+    return [[s["rank"], s["kind"]] for s in report["suspects"]]
+
+
+def run_cli(capsys, index, *args) -> tuple[int, str, str]:
+    code = cli.main(list(args), index_path=index)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_there_are_six_real_scenarios():
+    assert {"skip", "late", "op", "size", "dtype", "two-groups"} <= set(SCENARIOS)
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+@pytest.mark.parametrize("evidence", KINDS_OF_EVIDENCE)
+def test_each_kind_of_evidence_names_the_expected_suspects_in_the_cli(capsys, index, scenario, evidence):
+    folder = HANG / scenario / evidence
+    want = expected(scenario)["suspects"][evidence]
+    code, out, err = run_cli(capsys, index, "--format", "json", "--no-progress", "--jobs", "1", str(folder))
+    assert code == 0, err
+    report = json.loads(out)
+    assert pairs(report) == want
+    for s in report["suspects"]:
+        assert s["why"] and s["evidence"], s
+        assert all(e["source"].startswith(str(folder)) for e in s["evidence"])
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_everything_together_puts_the_culprit_first_through_the_engine_api(index, scenario):
+    exp = expected(scenario)
+    d = Diagnosis(index)
+    for path in sorted((HANG / scenario).rglob("*")):
+        if not path.is_file() or path.parent == HANG / scenario:
+            continue
+        data = path.read_bytes()
+        name = str(path.relative_to(HANG))
+        if is_artifact(data[:8192]):
+            d.add_dump(name, data)
+        else:            # a log (or an empty stack file: a rank that died before the dump)
+            d.feed(name, data)
+            d.close(name)
+    report = d.report()
+    assert pairs(report)[:1] == [exp["suspects"]["all"][0]]
+    assert pairs(report) == exp["suspects"]["all"]
+    # every dump is listed as an input, with what it was read as
+    kinds = [i["kind"] for i in report["inputs"] if "/fr" in i["name"]]
+    assert len(kinds) == len(list((HANG / scenario).glob("fr*/*")))
+    assert all(k.startswith("flight-recorder dump") for k in kinds)
+
+
+def test_text_and_markdown_show_suspects_first_with_the_rank(capsys, index):
+    folder = HANG / "skip" / "fr"
+    code, out, _ = run_cli(capsys, index, "--no-progress", str(folder))
+    assert code == 0
+    assert out.splitlines()[0].startswith("Suspects")
+    assert out.splitlines()[1].startswith("  rank 2: missing")
+    code, out, _ = run_cli(capsys, index, "--format", "markdown", "--no-progress", str(folder))
+    assert "### Suspect ranks" in out and "| 2 |  | missing |" in out
+
+
+def test_json_and_pickle_dumps_of_a_rank_read_the_same():
+    for scenario in SCENARIOS:
+        for p in sorted((HANG / scenario / "fr").iterdir()):
+            j = HANG / scenario / "fr-json" / (p.name + ".json")
+            a = frdump.load(p.name, p.read_bytes())
+            b = frdump.load(j.name, j.read_bytes())
+            assert (a["rank"], a["form"], b["form"]) == (b["rank"], "pickle", "json")
+            keep = ("pg", "seq", "op", "in_sizes", "in_dtypes", "created_ns")
+            assert [[e[k] for k in keep] for e in a["entries"]] == \
+                   [[json.loads(json.dumps(e[k])) for k in keep] for e in b["entries"]]
+
+
+def test_the_safe_reader_agrees_with_pickle_on_plain_data():
+    value = {"a": [1, -2, 3.5, None, True, False, "ü", (1, 2), ()],
+             "big": 2 ** 70, "neg": -(2 ** 40), "nested": [[{"k": "v"}]] * 3, "": {}}
+    for proto in range(0, 6):
+        assert frdump.read_pickle(pickle.dumps(value, protocol=proto)) == value
+    # bytes are plain data from protocol 3 on (older protocols build them with a GLOBAL)
+    for proto in range(3, 6):
+        assert frdump.read_pickle(pickle.dumps([b"\x00\xff"], protocol=proto)) == [b"\x00\xff"]
+
+
+@pytest.mark.parametrize("name,rank", [("nccl_trace_rank_3", 3), ("/tmp/x/nccl_trace_rank_12.json", 12),
+                                       ("fr_dump.rank7.pkl", 7), ("trace", None), ("rank_2.tar.gz", None)])
+def test_the_rank_comes_from_the_file_name(name, rank):
+    assert frdump.rank_from_name(name) == rank
+
+
+# ---------------------------------------------------------------- hostile pickles
+
+
+class _RunsAShell:
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def _hostile_files(tmp_path: Path) -> dict[str, tuple[Path, str]]:
+    marker = tmp_path / "it-ran"
+    real = (HANG / "skip" / "fr" / "nccl_trace_rank_0").read_bytes()
+    evil = pickle.dumps({"version": "2.10", "entries": [_RunsAShell(marker)]}, protocol=2)
+    assert b"\x85R" in evil or b"R" in evil      # a GLOBAL then a REDUCE of os.system
+    files = {
+        "global-reduce": (tmp_path / "nccl_trace_rank_0", evil, "refused: the pickle asks to import or call code"),
+        # a string that claims a terabyte: refused without allocating it
+        "huge-claim": (tmp_path / "nccl_trace_rank_1",
+                       b"\x80\x04\x8d" + (1 << 40).to_bytes(8, "little") + b"x" * 100 + b".",
+                       "truncated pickle"),
+        "truncated": (tmp_path / "nccl_trace_rank_2", real[:len(real) // 2], "truncated pickle"),
+    }
+    for path, data, _ in files.values():
+        path.write_bytes(data)
+    return {k: (p, msg) for k, (p, _, msg) in files.items()}
+
+
+@pytest.mark.parametrize("kind", ["global-reduce", "huge-claim", "truncated"])
+def test_hostile_pickles_get_one_line_and_nothing_runs(capsys, index, tmp_path, kind):
+    path, message = _hostile_files(tmp_path)[kind]
+    code, out, err = run_cli(capsys, index, "--no-progress", str(path))
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and str(path) in err and message in err, err
+    assert "Traceback" not in err
+    assert not (tmp_path / "it-ran").exists()
+    with pytest.raises(DumpError):
+        Diagnosis(index).add_dump(path.name, path.read_bytes())
+    assert not (tmp_path / "it-ran").exists()
+
+
+def test_a_dump_over_the_size_cap_is_refused(capsys, index, tmp_path, monkeypatch):
+    monkeypatch.setattr(frdump, "MAX_DUMP_BYTES", 1 << 20)
+    big = tmp_path / "nccl_trace_rank_0"
+    big.write_bytes(pickle.dumps({"entries": [f"{i:01000d}" for i in range(2000)]}, protocol=4))
+    code, _, err = run_cli(capsys, index, "--no-progress", str(big))
+    assert code == 2 and "over the 1 MiB limit" in err and err.count("\n") == 1
+
+
+def test_a_deep_or_self_referencing_pickle_is_only_data():
+    deep = b"\x80\x04" + b"]" * 200_000 + b"a" * 199_999 + b"."
+    got = frdump.read_pickle(deep)
+    assert isinstance(got, list)
+    with pytest.raises(DumpError, match="not a flight-recorder dump"):
+        frdump.load("nccl_trace_rank_0", deep)
+
+
+# ---------------------------------------------------------------- real public NCCL logs
+
+
+def test_rank_missing_from_the_watchdog_lines_is_named(index):
+    # LlamaFactory#2424: rank 0 was still tokenizing; ranks 1-3 timed out in SeqNum 2
+    report = diagnose([str(ROOT / "tests" / "corpus" / "053-nccl-watchdog-tokenize-30min.log")], index)
+    assert pairs(report) == [[0, "missing"]]
+    why = report["suspects"][0]["why"]
+    assert "ranks 1,2,3" in why and "#2 ALLREDUCE" in why
+
+
+def test_a_crashed_rank_is_the_suspect_and_its_line_the_evidence(index):
+    # the Gloo size-mismatch run: one rank aborts (terminate called ... EnforceNotMet)
+    report = diagnose([str(p) for p in sorted((HANG / "size" / "logs").iterdir())], index)
+    crashed = [s for s in report["suspects"] if s["kind"] == "crashed"]
+    assert len(crashed) == 1 and "failed first" in crashed[0]["why"]
+    assert crashed[0]["evidence"][0]["source"].endswith(f"rank_{crashed[0]['rank']}.log")
