@@ -24,7 +24,6 @@ import zlib
 from .frdump import DumpError
 from .reason import REPORT_FORMAT, build_report
 from .scan import Plan, Source, merge_ranges
-
 from .suspects import Artifacts, is_artifact
 
 __all__ = ["Diagnosis", "diagnose", "load_index", "read_chunks", "InputError", "DumpError",
