@@ -176,7 +176,7 @@ def test_a_deep_or_self_referencing_pickle_is_only_data():
 
 def test_rank_missing_from_the_watchdog_lines_is_named(index):
     # LlamaFactory#2424: rank 0 was still tokenizing; ranks 1-3 timed out in SeqNum 2
-    report = diagnose([str(ROOT / "tests" / "corpus" / "053-nccl-watchdog-tokenize-30min.log")], index)
+    report = diagnose([str(ROOT / "tests" / "corpus" / "dev" / "053-nccl-watchdog-tokenize-30min.log")], index)
     assert pairs(report) == [[0, "missing"]]
     why = report["suspects"][0]["why"]
     assert "ranks 1,2,3" in why and "#2 ALLREDUCE" in why
