@@ -37,7 +37,10 @@ import jinja2
 from markupsafe import Markup, escape
 
 from . import schema as S
+from . import loader
 from .loader import Entry, Problem
+from .regexes import readable
+from .text import clean, log_lines
 
 REPO = Path(__file__).resolve().parent.parent
 TEMPLATE_DIR = REPO / "site_template"
@@ -92,15 +95,8 @@ class SiteError(Exception):
 
 # ---------------------------------------------------------------- text helpers
 
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-_CTRL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _TICK = re.compile(r"`([^`\n]+)`")
 _ABBREV = re.compile(r"\b(?:e\.g|i\.e|vs|etc|cf|approx|incl)\.$")
-
-
-def clean(text) -> str:
-    """Text as shown: no ANSI colour codes or control characters (tabs and newlines stay)."""
-    return _CTRL.sub("", _ANSI.sub("", "" if text is None else str(text)))
 
 
 def inline(text) -> Markup:
@@ -179,53 +175,6 @@ class Shown:
     from_example: bool
 
 
-def readable(pattern: str) -> str:
-    """A regex written out as the text it matches: literals as they are, the first of
-    several alternatives, named groups as <name>, anything variable as "…"."""
-    try:
-        from re import _constants as C, _parser as P  # type: ignore[attr-defined]
-    except ImportError:  # pragma: no cover
-        import sre_constants as C  # type: ignore[no-redef]
-        import sre_parse as P  # type: ignore[no-redef]
-    parsed = P.parse(pattern)
-    names = {i: n for n, i in parsed.state.groupdict.items()}
-
-    def is_space(op, av) -> bool:
-        return op is C.IN and all(o is C.CATEGORY and a is C.CATEGORY_SPACE for o, a in av)
-
-    def walk(items) -> str:
-        out: list[str] = []
-        for op, av in items:
-            if op is C.LITERAL:
-                out.append(chr(av))
-            elif op is C.IN and len(av) == 1 and av[0][0] is C.LITERAL:
-                out.append(chr(av[0][1]))
-            elif is_space(op, av):
-                out.append(" ")
-            elif op in (C.AT, C.ASSERT, C.ASSERT_NOT):
-                continue
-            elif op is C.SUBPATTERN:
-                group = av[0]
-                out.append(f"<{names[group]}>" if group in names else walk(av[-1]))
-            elif op in (C.MAX_REPEAT, C.MIN_REPEAT) or op is getattr(C, "POSSESSIVE_REPEAT", None):
-                lo, _, body = av
-                body = list(body)
-                single = len(body) == 1 and body[0][0] is not C.SUBPATTERN
-                if single and is_space(*body[0]):
-                    out.append(" ")
-                elif single and body[0][0] is not C.LITERAL:
-                    out.append(" … ")       # a run of variable characters
-                elif lo >= 1:
-                    out.append(walk(body))  # a required part, once
-            elif op is C.BRANCH:
-                out.append(walk(av[1][0]))
-            else:
-                out.append("…")
-        return re.sub(r"…(?:\s*…)+", "…", "".join(out))
-
-    return " ".join(walk(list(parsed)).split())
-
-
 @dataclass
 class System:
     slug: str
@@ -290,7 +239,7 @@ class EntryView:
     def _example(self, ex: dict) -> dict:
         from .validate import example_text
         text = example_text(self.entry, ex) or ""
-        lines = [clean(ln) for ln in re.split(r"\r\n|\r|\n", text.rstrip("\n"))]
+        lines = [clean(ln) for ln in log_lines(text.rstrip("\n"))]
         shown = [ln if len(ln) <= LINE_MAX_CHARS else ln[:LINE_MAX_CHARS] + " …" for ln in
                  lines[:EXAMPLE_MAX_LINES]]
         file_url = None
@@ -548,8 +497,13 @@ def api_files(b: SiteBuild) -> None:
     b.render("llms.txt.j2", "llms.txt")   # plain text: the template turns autoescape off
 
 
+def search_file(b: SiteBuild) -> None:
+    from .search import search_step
+    search_step(b)
+
+
 STEPS: list[Callable[[SiteBuild], None]] = [
-    entry_pages, index_pages, diagnose_page, contributing_page, api_files,
+    entry_pages, index_pages, diagnose_page, contributing_page, api_files, search_file,
 ]
 
 
@@ -639,50 +593,9 @@ def api_entries(b: SiteBuild) -> dict:
 
 # ---------------------------------------------------------------- entry points
 
-PARALLEL_FROM = 200   # entries; below this one process reads them faster than a pool
-
-
-def _load_chunk(job: tuple[list[str], str]):
-    from .loader import load_entry
-    paths, root = job
-    return [load_entry(Path(p), Path(root)) for p in paths]
-
-
-def load_and_validate(root: Path, jobs: int | None = None,
-                      parallel_from: int = PARALLEL_FROM) -> tuple[list[Entry], list[Problem]]:
-    """validate.validate(root), with the YAML parsing (most of the build time for
-    thousands of entries) spread over processes. Same entries, same problems: a test
-    compares the two."""
-    import concurrent.futures
-    from .loader import entry_files
-    from .validate import validate, validate_entries
-    root = Path(root)
-    files = entry_files(root / "entries")
-    jobs = jobs or min(os.cpu_count() or 1, 16)
-    if jobs < 2 or len(files) < parallel_from:
-        return validate(root)
-    # The folder check of loader.load_all, then its per-file loading, in a pool.
-    problems = [Problem(str(p.relative_to(root)), 1, 1, "FDX030", "entry files end in .yaml: rename it")
-                for p in sorted((root / "entries").glob("*/*.yml"))]
-    chunks = [files[i::jobs * 4] for i in range(jobs * 4)]
-    with concurrent.futures.ProcessPoolExecutor(max_workers=jobs) as pool:
-        results = list(pool.map(_load_chunk, [([str(p) for p in c], str(root)) for c in chunks if c]))
-    loaded = {str(entry.path) if entry else f"!{n}": (entry, probs)
-              for n, (entry, probs) in enumerate(r for chunk in results for r in chunk)}
-    entries: list[Entry] = []
-    for entry, probs in loaded.values():
-        problems.extend(probs)
-        if entry:
-            entries.append(entry)
-    order = {str(p): i for i, p in enumerate(files)}
-    entries.sort(key=lambda e: order[str(e.path)])
-    problems += validate_entries(root, entries)
-    return entries, sorted(problems)
-
-
 def load_entries(root: Path) -> list[Entry]:
     """Load and validate; raise SiteError with every problem."""
-    entries, problems = load_and_validate(Path(root))
+    entries, problems = loader.load_and_validate(Path(root))
     if problems:
         raise SiteError(problems)
     for e in entries:   # positions only serve problem messages: free them for large sites

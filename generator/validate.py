@@ -34,6 +34,7 @@ from typing import Callable, Iterable, Iterator
 from . import schema as S
 from .loader import Entry, Problem, load_all
 from .regexes import MIN_ANCHOR, backtracking_risks, required_literals
+from .text import log_lines
 
 Check = Callable[[Entry, "Context"], Iterator[Problem]]
 
@@ -281,9 +282,6 @@ def check_example_files(entry: Entry, ctx: Context) -> Iterator[Problem]:
                                 f"example file {ex['file']!r} not found next to the entry")
 
 
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-
-
 def check_examples_match(entry: Entry, ctx: Context) -> Iterator[Problem]:
     """Examples are tests: each is matched by the entry, each defining regex by an example."""
     sigs = [(i, s, re.compile(s["regex"])) for i, s in _signatures(entry)]
@@ -296,7 +294,7 @@ def check_examples_match(entry: Entry, ctx: Context) -> Iterator[Problem]:
         text = example_text(entry, ex)
         if text is None:
             continue
-        lines = [_ANSI.sub("", ln) for ln in re.split(r"\r\n|\r|\n", text)]
+        lines = log_lines(text)
         texts.append(lines)
         own = ex.get("expect") in (None, entry.id)
         if own and not any(rx.search(ln) for _, s, rx in sigs

@@ -233,3 +233,73 @@ def test_try_an_example(page):
     choice = next(o for o in options if o)
     page.select_option("[data-testid=example]", choice)
     assert diagnose_and_wait(page) == choice
+
+
+# ---------------------------------------------------------------- paste an error, get the entry
+
+FIRST_SHARE = 0.95     # right entry first, over all queries
+TOP3_SHARE = 0.995     # right entry in the top 3: every line as printed, with prefixes and
+                       # every short query; two half lines (a pod name, an image-pull
+                       # rpc error) name no entry's message and miss (see searchkit.py)
+
+
+def _header_hits(pg, query: str) -> list[str]:
+    pg.fill("[data-md-component=search-query]", query)
+    pg.wait_for_function(
+        "q => document.querySelector('[data-testid=find-header]').getAttribute('data-query') === q",
+        arg=query, timeout=10_000)
+    return pg.locator("[data-testid=find-header] li").evaluate_all("els => els.map(e => e.dataset.entryId)")
+
+
+def test_header_search_puts_the_right_entry_first(chromium, origin, entries):
+    from searchkit import queries
+    context = chromium.new_context(viewport={"width": 1280, "height": 900})
+    pg = context.new_page()
+    pg.goto(f"{origin}/errors/")
+    pg.click("[data-md-component=search-query]")
+    rows = queries(entries)
+    assert len(rows) >= 200 and sum(kind == "short" for kind, _, _ in rows) >= 40
+    misses, first = [], 0
+    for kind, query, want in rows:
+        hits = _header_hits(pg, query)
+        first += bool(hits) and hits[0] in want
+        if not set(hits[:3]) & set(want):
+            misses.append((kind, query, want[0], hits[:3]))
+    context.close()
+    assert first / len(rows) >= FIRST_SHARE, f"right entry first for {first}/{len(rows)}"
+    assert 1 - len(misses) / len(rows) >= TOP3_SHARE, misses
+    assert not [m for m in misses if m[0] != "half"], misses
+
+
+def test_home_paste_box_names_the_entry_and_enter_in_the_header_opens_it(chromium, origin, entries):
+    from searchkit import signature_lines
+    e = next(e for e in entries if e.id == "elastic-child-failed")
+    _, line, _ = signature_lines(e)[0]
+    context = chromium.new_context()
+    pg = context.new_page()
+    pg.goto(origin + "/")
+    pg.fill("[data-testid=paste-input]", "[rank3]: " + line)
+    pg.wait_for_selector("[data-testid=paste-hits] li")
+    assert pg.locator("[data-testid=paste-hits] li").first.get_attribute("data-entry-id") == e.id
+    # the box comes before the categories
+    assert pg.evaluate("""() => document.querySelector('[data-testid=paste-box]')
+        .compareDocumentPosition(document.querySelector('#categories')) & Node.DOCUMENT_POSITION_FOLLOWING""")
+    _header_hits(pg, "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:")
+    pg.press("[data-md-component=search-query]", "Enter")
+    pg.wait_for_url(f"{origin}/entries/elastic-child-failed/")
+    context.close()
+
+
+def test_error_index_filter_takes_a_whole_line(chromium, origin, entries):
+    from searchkit import signature_lines
+    e = next(e for e in entries if e.id == "torchrun-rendezvous-timeout")
+    _, line, _ = signature_lines(e)[0]
+    context = chromium.new_context()
+    pg = context.new_page()
+    pg.goto(origin + "/errors/")
+    pg.fill("[data-fdx-filter=text]", "2026-12-02 17:16:50,123 ERROR " + line)
+    pg.wait_for_function("() => !document.querySelector('[data-fdx-count]').textContent.startsWith('0 ')")
+    shown = pg.locator("table[data-fdx-table=errors] tbody tr:not([hidden])").evaluate_all(
+        "els => els.map(e => e.dataset.entry)")
+    assert e.id in shown and len(shown) <= 10
+    context.close()

@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 
 from generator import schema as S
+from generator import loader
+from generator.regexes import readable
 from generator import site as G
 from sitekit import (FIXTURES, REPO, article, heading_text, make_root, mkdocs_build, norm,
                      parse_html, resolve, section_links, section_text, sections, target_exists)
@@ -87,7 +89,7 @@ def test_what_you_will_see_shows_text_each_signature_matches(built):
             assert shown.strip(), (v.id, sig["id"])
             from_example = next(s.from_example for s in v.signatures if s.id == sig["id"])
             if not from_example:
-                assert shown == G.readable(sig["regex"])     # no example line matched it
+                assert shown == readable(sig["regex"])     # no example line matched it
             elif "…" not in shown:
                 # A line of an example: the pattern finds it, so readers see exactly
                 # what their log says.
@@ -217,7 +219,7 @@ def test_error_index_has_a_row_per_defining_signature(built):
         sig = next(s for s in v.d["signatures"] if s["id"] == r.attrs["data-signature"])
         shown = next(s for s in v.signatures if s.id == sig["id"])
         if not shown.from_example:
-            assert text.text() == G.readable(sig["regex"])
+            assert text.text() == readable(sig["regex"])
         elif "…" not in text.text():
             assert re.search(sig["regex"], text.text()), (v.id, sig["id"], text.text())
         assert [resolve(url, a.attrs["href"]) for a in failure.find_all("a")] == [f"entries/{v.id}/"]
@@ -531,12 +533,12 @@ def test_prose_escapes_and_keeps_backtick_code():
 
 
 def test_readable_pattern():
-    assert G.readable(r"(?:CUDA error: out of memory|cuda runtime error \(2\))") == \
+    assert readable(r"(?:CUDA error: out of memory|cuda runtime error \(2\))") == \
         "CUDA error: out of memory"
-    assert G.readable(r"key (?P<key>\w+) not set after (?P<wait_s>\d+) s") == \
+    assert readable(r"key (?P<key>\w+) not set after (?P<wait_s>\d+) s") == \
         "key <key> not set after <wait_s> s"
-    assert G.readable(r"Xid.{0,40}\b79\b") == "Xid … 79"
-    assert G.readable(r"Connect to \S+ failed(?: again)?\s+now") == "Connect to … failed now"
+    assert readable(r"Xid.{0,40}\b79\b") == "Xid … 79"
+    assert readable(r"Connect to \S+ failed(?: again)?\s+now") == "Connect to … failed now"
 
 
 def test_first_sentence():
@@ -599,7 +601,7 @@ def test_parallel_loading_reports_what_validate_reports(tmp_path):
     beta = root / "entries/rendezvous/fixture-beta-refused.yaml"
     beta.write_text(beta.read_text().replace("severity: medium", "severity: grave"))
     want_entries, want_problems = validate(root)
-    got_entries, got_problems = G.load_and_validate(root, jobs=3, parallel_from=0)
+    got_entries, got_problems = loader.load_and_validate(root, jobs=3, parallel_from=0)
     assert [e.id for e in got_entries] == [e.id for e in want_entries]
     assert [e.data for e in got_entries] == [e.data for e in want_entries]
     assert [str(p) for p in got_problems] == [str(p) for p in want_problems]
