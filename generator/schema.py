@@ -151,6 +151,9 @@ SIGNATURE = Obj((
 
 STEP = Obj((
     F("do", Str(), "The action, as an instruction.", required=True),
+    F("when", Str(), "Only for some forms of the failure: which ones (e.g. `CUBLAS_STATUS_ALLOC_FAILED`). "
+      "The first step without `when` is the entry's first move in the error index and the "
+      "category tables; with none, the first check of `confirm` is."),
     F("command", Str(multiline=True), "A command, setting or code change to copy."),
     F("why", Str(multiline=True), "Why this works for this failure.", required=True),
 ))

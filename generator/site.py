@@ -59,27 +59,6 @@ SOFTWARE_NAMES = {
 }
 SEVERITY_RANK = {s: i for i, s in enumerate(reversed(S.SEVERITIES))}  # critical first
 
-# The fixed section headings of an entry page, in page order; (heading, anchor, field that
-# decides whether it is shown: None = always).
-ENTRY_SECTIONS: list[tuple[str, str, str | None]] = [
-    ("What you will see", "what-you-will-see", None),
-    ("Symptoms", "symptoms", None),
-    ("Root cause", "root-cause", None),
-    ("Misread as", "misread-as", "misread_as"),
-    ("How to confirm", "how-to-confirm", None),
-    ("Fix", "fix", None),
-    ("Verify", "verify", None),
-    ("Prevent", "prevent", None),
-    ("Look-alikes", "look-alikes", "discriminators"),
-    ("What this is not", "what-this-is-not", "not_this"),
-    ("Related", "related", "related"),            # or another entry lists this one
-    ("Versions affected", "versions-affected", "affects"),
-    ("References", "references", None),
-    ("Questions and answers", "questions-and-answers", None),
-    ("Example logs", "example-logs", None),
-]
-
-
 class SiteError(Exception):
     """The entries did not validate; nothing was rendered."""
 
@@ -174,6 +153,11 @@ class Shown:
     match: str
     from_example: bool
 
+    @property
+    def message(self) -> str:
+        """The general message: the pattern written out, never one example's text."""
+        return readable(self.regex) or self.regex
+
 
 @dataclass
 class System:
@@ -202,8 +186,9 @@ class EntryView:
         self.category_uri = f"categories/{self.category}.md"
         self.category_title = S.CATEGORIES[self.category][0]
         self.summary = first_sentence(d["quick_answer"])
-        self.cause = self.summary
-        self.first_move = d["fix"][0]["do"]
+        general = [f for f in d["fix"] if not f.get("when")]
+        # the first move that holds for every form of the failure (a fix step, else a check)
+        self.first_move = general[0]["do"] if general else d["confirm"][0]["do"]
         self.examples = [self._example(ex) for ex in d.get("examples") or []]
         lines = [ln for ex in self.examples for ln in ex["all_lines"]]
         self.signatures = [self._shown(sig, lines) for sig in d["signatures"]]
@@ -212,6 +197,7 @@ class EntryView:
         self.related_out: list[str] = list(d.get("related") or [])
         self.related_in: list[str] = []
         self.lookalikes: list[tuple[EntryView, list[dict]]] = []
+        self.not_this_views: list[EntryView] = []
 
     @property
     def edit_url(self) -> str:
@@ -228,6 +214,43 @@ class EntryView:
     @property
     def defining(self) -> list[Shown]:
         return [s for s in self.signatures if s.strength == "defining"]
+
+    @property
+    def see(self) -> str:
+        """What you see, for a symptom table: the general message of the first defining
+        signature (or the first shown one)."""
+        sigs = self.defining or self.shown_signatures or self.signatures
+        return sigs[0].message
+
+    @property
+    def confused_with(self) -> list["EntryView"]:
+        """The entries people take this one for: what-this-is-not first, then look-alikes."""
+        seen = [o for o in (self.not_this_views + [o for o, _ in self.lookalikes])]
+        return list(dict.fromkeys(seen))[:3]
+
+    @property
+    def sections(self) -> list[S.Section]:
+        """The page's sections (generator/schema.py ENTRY_SECTIONS) this entry fills."""
+        def filled(sec: S.Section) -> bool:
+            if sec.anchor == "related":
+                return bool(self.related)
+            return not sec.optional or bool(self.d.get(sec.fields[0]))
+        return [sec for sec in S.ENTRY_SECTIONS if filled(sec)]
+
+    @property
+    def ticket(self) -> dict:
+        """What a support ticket for this failure needs: the line, the values the
+        signatures read from it, the versions that decide, the checks' output."""
+        sigs = self.defining or self.shown_signatures
+        facts = list(dict.fromkeys(
+            name for s in self.d["signatures"] if s["strength"] != "context"
+            for name in re.compile(s["regex"]).groupindex))
+        versions = [a["software"] for a in self.d.get("affects") or []]
+        versions += [x["fact"][:-len("_version")] for x in self.d.get("discriminators") or []
+                     if (x.get("fact") or "").endswith("_version")]
+        versions = [v for v in dict.fromkeys(versions + ["pytorch"]) if v in SOFTWARE_NAMES]
+        return {"message": sigs[0].message, "facts": facts, "versions": versions,
+                "commands": [c["command"] for c in self.d["confirm"] if c.get("command")]}
 
     @property
     def lead_text(self) -> str:
@@ -291,6 +314,7 @@ def link_entries(views: list[EntryView]) -> None:
         for dis in v.d.get("discriminators") or []:
             groups.setdefault(dis["elsewhere"]["entry"], []).append(dis)
         v.lookalikes = [(by_id[k], g) for k, g in groups.items() if k in by_id]
+        v.not_this_views = [by_id[n["entry"]] for n in v.d.get("not_this") or [] if n["entry"] in by_id]
 
 
 def collect_systems(views: list[EntryView]) -> list[System]:
@@ -400,7 +424,7 @@ class SiteBuild:
             lstrip_blocks=True, keep_trailing_newline=True)
         self.env.filters.update(prose=prose, inline=inline, code=code_text, front=front,
                                 first_sentence=first_sentence, host=url_host)
-        self.env.globals.update(sections=ENTRY_SECTIONS, software_names=SOFTWARE_NAMES,
+        self.env.globals.update(sections=S.ENTRY_SECTIONS, software_names=SOFTWARE_NAMES,
                                 is_http_url=is_http_url, repo_url=REPO_URL, branch=BRANCH,
                                 api_format=API_FORMAT)
 
@@ -465,7 +489,7 @@ def index_pages(b: SiteBuild) -> None:
     for system in b.systems:
         b.render("system.md.j2", system.uri, system=system)
     rows = sorted(((s, v) for v in b.entries for s in v.defining),
-                  key=lambda sv: (sv[0].match.strip().lower(), sv[1].id))
+                  key=lambda sv: (sv[0].message.strip().lower(), sv[1].id))
     b.render("errors.md.j2", "errors.md", in_nav=True, rows=rows)
 
 

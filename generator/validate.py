@@ -24,6 +24,7 @@ Codes
                                       FDX031 case-insensitive signature
                                       FDX032 version range is empty
                                       FDX033 look-alike not linked back
+                                      FDX034 answer repeats another section
 """
 from __future__ import annotations
 
@@ -338,6 +339,51 @@ def check_version_ranges(entry: Entry, ctx: Context) -> Iterator[Problem]:
                                     f"introduced {lo} is not before fixed {hi}: the range is empty")
 
 
+_WORD = re.compile(r"[a-z0-9_]+")
+REPEAT_WORDS = 8   # a run of this many words shared with another section is a repeat
+
+
+def _runs(text: str, n: int = REPEAT_WORDS) -> set[tuple[str, ...]]:
+    words = _WORD.findall(text.lower())
+    return {tuple(words[i:i + n]) for i in range(len(words) - n + 1)}
+
+
+def _section_texts(data: dict) -> Iterator[tuple[str, str]]:
+    """(field, text) of every prose value of an entry outside its questions."""
+    def walk(value, where):
+        if isinstance(value, str):
+            yield where, value
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                yield from walk(item, f"{where}[{i}]")
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                yield from walk(v, f"{where}.{k}" if where else k)
+    for key, value in data.items():
+        if key not in ("questions", "examples", "signatures", "references"):
+            yield from walk(value, key)
+
+
+def check_answers_add_something(entry: Entry, ctx: Context) -> Iterator[Problem]:
+    """A question's answer says what no other section says: it shares no run of
+    REPEAT_WORDS words with another section's text."""
+    questions = entry.data.get("questions")
+    if not isinstance(questions, list):
+        return
+    others = [(where, _runs(text)) for where, text in _section_texts(entry.data)]
+    for i, q in enumerate(questions):
+        if not isinstance(q, dict) or not isinstance(q.get("answer"), str):
+            continue
+        mine = _runs(q["answer"])
+        for where, runs in others:
+            shared = mine & runs
+            if shared:
+                yield entry.problem(("questions", i, "answer"), "FDX034",
+                                    f"the answer repeats {where} (\"{' '.join(sorted(shared)[0])}\"): "
+                                    f"answer only what no other section says")
+                break
+
+
 CHECKS: list[Check] = [
     check_structure,
     check_id_matches_file,
@@ -352,6 +398,7 @@ CHECKS: list[Check] = [
     check_examples_match,
     check_discriminator_facts,
     check_version_ranges,
+    check_answers_add_something,
 ]
 
 

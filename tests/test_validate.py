@@ -214,3 +214,24 @@ def test_schema_file_is_current():
     from generator.schema import json_schema
     committed = json.loads((ROOT / "generator" / "entry.schema.json").read_text())
     assert committed == json_schema(), "run: faildex schema -o generator/entry.schema.json"
+
+
+def test_an_answer_that_repeats_another_section(checkout):
+    """Questions hold what no other section says: an answer copied from the root cause fails."""
+    qa = ("questions:\n"
+          "  - ask: Why does every node exit after ten minutes?\n"
+          "    asked_at: https://github.com/pytorch/pytorch/issues/1\n"
+          "    answer: >\n"
+          "      Each waiting agent raises RendezvousTimeoutError from next_rendezvous() and\n"
+          "      exits before starting a single worker process.\n"
+          "    reference: https://github.com/pytorch/pytorch/blob/main/torch/distributed/elastic/rendezvous/dynamic_rendezvous.py\n")
+    edit(checkout, "references:\n", qa + "references:\n")
+    got = problems(checkout)
+    line = line_of(checkout, "    answer: >\n      Each waiting agent")
+    assert any(g.startswith(f"{REL}:{line}:") and " FDX034 the answer repeats root_cause " in g
+               for g in got), got
+    # the same question answered with a fact the entry does not state passes
+    edit(checkout, "      Each waiting agent raises RendezvousTimeoutError from next_rendezvous() and\n"
+                   "      exits before starting a single worker process.\n",
+         "      Agents that reach the deadline stop; the launch configuration decides nothing else.\n")
+    assert not [g for g in problems(checkout) if " FDX034 " in g]
