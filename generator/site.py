@@ -128,7 +128,8 @@ def first_sentence(text) -> str:
 
 
 def slug(text: str) -> str:
-    s = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    """A URL-safe name: "g++" -> "g-plus-plus", not "g" (which any "g" would share)."""
+    s = re.sub(r"[^a-z0-9]+", "-", text.lower().replace("+", " plus ")).strip("-")
     return s or "x"
 
 

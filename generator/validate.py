@@ -25,6 +25,7 @@ Codes
                                       FDX032 version range is empty
                                       FDX033 look-alike not linked back
                                       FDX034 answer repeats another section
+                                      FDX035 system name with unbalanced brackets
 """
 from __future__ import annotations
 
@@ -339,6 +340,16 @@ def check_version_ranges(entry: Entry, ctx: Context) -> Iterator[Problem]:
                                     f"introduced {lo} is not before fixed {hi}: the range is empty")
 
 
+def check_system_names(entry: Entry, ctx: Context) -> Iterator[Problem]:
+    """A flow list splits at every comma: [IOMMU (VT-d, AMD-Vi)] is two broken names."""
+    systems = entry.data.get("systems")
+    for i, name in enumerate(systems if isinstance(systems, list) else []):
+        if isinstance(name, str) and any(name.count(a) != name.count(b) for a, b in ("()", "[]")):
+            yield entry.problem(("systems", i), "FDX035",
+                                f"system name {name!r} has unbalanced brackets: a comma inside "
+                                f"brackets split it; quote the whole name (\"IOMMU (VT-d, AMD-Vi)\")")
+
+
 _WORD = re.compile(r"[a-z0-9_]+")
 REPEAT_WORDS = 8   # a run of this many words shared with another section is a repeat
 
@@ -399,6 +410,7 @@ CHECKS: list[Check] = [
     check_discriminator_facts,
     check_version_ranges,
     check_answers_add_something,
+    check_system_names,
 ]
 
 

@@ -235,3 +235,12 @@ def test_an_answer_that_repeats_another_section(checkout):
                    "      exits before starting a single worker process.\n",
          "      Agents that reach the deadline stop; the launch configuration decides nothing else.\n")
     assert not [g for g in problems(checkout) if " FDX034 " in g]
+
+
+def test_a_system_name_split_by_a_comma(checkout):
+    edit(checkout, "systems: [torchrun, TorchElastic, c10d rendezvous]",
+         "systems: [torchrun, IOMMU (VT-d, AMD-Vi)]")
+    got = problems(checkout)
+    line = line_of(checkout, "systems: [torchrun, IOMMU")
+    assert any(g.startswith(f"{REL}:{line}:") and " FDX035 system name 'IOMMU (VT-d' has unbalanced" in g
+               for g in got), got
