@@ -5,6 +5,8 @@ from __future__ import annotations
 import gzip
 import http.server
 import json
+import os
+import tempfile
 import threading
 from pathlib import Path
 
@@ -24,6 +26,19 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
 
     def log_message(self, *args):
         pass
+
+    def send_error(self, code, message=None, explain=None):
+        """A missing page gets the site's 404.html, as static hosts serve it."""
+        page = Path(self.directory) / "404.html"
+        if code != 404 or not page.is_file():
+            return super().send_error(code, message, explain)
+        body = page.read_bytes()
+        self.send_response(404)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
 
 
 @pytest.fixture(scope="session")
@@ -302,4 +317,53 @@ def test_error_index_filter_takes_a_whole_line(chromium, origin, entries):
     shown = pg.locator("table[data-fdx-table=errors] tbody tr:not([hidden])").evaluate_all(
         "els => els.map(e => e.dataset.entry)")
     assert e.id in shown and len(shown) <= 10
+    context.close()
+
+
+# ---------------------------------------------------------------- the pages as a reader sees them
+
+SHOTS = Path(os.environ.get("FAILDEX_SCREENSHOTS") or Path(tempfile.gettempdir()) / "faildex-screenshots")
+
+
+def test_first_move_is_on_the_first_screen_and_commands_are_not_under_the_copy_button(chromium, origin):
+    """Desktop 1280x800 and a 390 px phone: the first fix step's command ends above the
+    fold on desktop and within the first two screens on the phone; no command runs under
+    Material's copy button (it wraps, and keeps a right margin wider than the button).
+    Screenshots go to $FAILDEX_SCREENSHOTS (default: a folder in the temp dir)."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    entry = "/entries/torchrun-rendezvous-timeout/"
+    for name, size in (("desktop", {"width": 1280, "height": 800}), ("phone", {"width": 390, "height": 844})):
+        context = chromium.new_context(viewport=size, device_scale_factor=1)
+        pg = context.new_page()
+        pg.goto(origin + entry)
+        bottom = pg.evaluate("() => document.querySelector('.fdx-first-move pre').getBoundingClientRect().bottom")
+        assert bottom <= size["height"] * (1 if name == "desktop" else 2), (name, bottom)
+        pg.screenshot(path=str(SHOTS / f"entry-{name}.png"))
+        for url in (entry, "/entries/slurm-time-limit/", "/entries/nccl-library-mismatch/"):
+            pg.goto(origin + url)
+            clipped = pg.evaluate("""() => Array.from(document.querySelectorAll(
+                '.fdx-first-move pre, .fdx-fix pre, .fdx-confirm pre')).map(pre => {
+                  const code = pre.querySelector('code'), btn = pre.querySelector('.md-clipboard');
+                  const pad = parseFloat(getComputedStyle(code).paddingRight);
+                  const overflow = code.scrollWidth > code.clientWidth + 1;
+                  const w = btn ? btn.getBoundingClientRect().width : 0;
+                  return (overflow || pad < w) ? code.textContent.slice(0, 60) : null;
+                }).filter(Boolean)""")
+            assert clipped == [], (name, url, clipped)
+        context.close()
+    context = chromium.new_context(viewport={"width": 1280, "height": 800})
+    pg = context.new_page()
+    pg.goto(origin + "/")
+    pg.fill("[data-testid=paste-input]", "[rank3]: torch.distributed.elastic.multiprocessing.errors.ChildFailedError:")
+    pg.wait_for_selector("[data-testid=paste-hits] li")
+    pg.screenshot(path=str(SHOTS / "home.png"))
+    pg.goto(origin + "/categories/rendezvous/")
+    pg.screenshot(path=str(SHOTS / "category-rendezvous.png"), full_page=True)
+    pg.goto(origin + "/no/such/page/")
+    assert pg.locator("[data-testid=not-found-links] a").count() >= 4
+    pg.fill("[data-testid=paste-input]", "RendezvousTimeoutError")
+    pg.wait_for_selector("[data-testid=paste-hits] li")
+    assert pg.locator("[data-testid=paste-hits] li").first.get_attribute("data-entry-id") == \
+        "torchrun-rendezvous-timeout"
+    pg.screenshot(path=str(SHOTS / "not-found.png"))
     context.close()

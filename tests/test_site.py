@@ -356,6 +356,13 @@ def test_contributing_page_documents_every_schema_field_and_code(built):
     for cat in S.CATEGORIES:
         assert cat in text
     assert "faildex new" in text and "faildex validate" in text
+    # the entry page's sections, from the same list the pages are rendered from
+    rows = doc.find("table", data_testid="entry-sections").find_all("tr")[1:]
+    assert [r.attrs["data-section"] for r in rows] == [sec.anchor for sec in S.ENTRY_SECTIONS]
+
+
+def test_system_names_make_their_own_pages():
+    assert G.slug("g++") == "g-plus-plus" and G.slug("C++ compiler") == "c-plus-plus-compiler"
 
 
 # ---------------------------------------------------------------- the whole site
