@@ -253,13 +253,6 @@ class EntryView:
         return {"message": sigs[0].message, "facts": facts, "versions": versions,
                 "commands": [c["command"] for c in self.d["confirm"] if c.get("command")]}
 
-    @property
-    def lead_text(self) -> str:
-        """The error text a reader would paste into a search box."""
-        sigs = self.defining or self.signatures
-        text = " ".join(sigs[0].match.split())
-        return text if len(text) <= 100 else text[:99].rstrip() + "…"
-
     def _example(self, ex: dict) -> dict:
         from .validate import example_text
         text = example_text(self.entry, ex) or ""
