@@ -38,8 +38,11 @@ def main() -> int:
     if problems:
         raise SystemExit("entries do not validate: run faildex validate")
     rows = queries(entries)
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=args.site)
-    handler.log_message = lambda *a: None
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *a):
+            pass
+
+    handler = functools.partial(Quiet, directory=args.site)
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     origin = f"http://127.0.0.1:{server.server_address[1]}"
@@ -53,11 +56,13 @@ def main() -> int:
                              timeout=60_000)
         for kind, query, want in rows:
             pg.fill("[data-md-component=search-query]", "")
+            pg.press("[data-md-component=search-query]", "End")
             pg.fill("[data-md-component=search-query]", query)
+            pg.press("[data-md-component=search-query]", "End")   # the theme reads key events
             pg.wait_for_function(
                 "q => document.querySelector('[data-testid=find-header]').getAttribute('data-query') === q",
                 arg=query, timeout=10_000)
-            pg.wait_for_timeout(250)   # the theme's worker answers asynchronously
+            pg.wait_for_timeout(700)   # the theme's worker answers asynchronously
             ours = pg.locator("[data-testid=find-header] li").evaluate_all("els => els.map(e => e.dataset.entryId)")
             hrefs = pg.locator(".md-search-result__item > a").evaluate_all("els => els.map(e => e.href)")
             theirs = list(dict.fromkeys(m.group(1) for h in hrefs if (m := re.search(r"/entries/([a-z0-9-]+)/", h))))
