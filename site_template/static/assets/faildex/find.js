@@ -154,8 +154,10 @@
           general.score = Math.max(general.score, s.score + 0.01);
       });
     });
-    scored = scored.filter(function (s) { return s.score > 0.5; });
     scored.sort(function (a, b) { return b.score - a.score || (a.entry.id < b.entry.id ? -1 : 1); });
+    // below a line match, a few shared words are noise: keep hits within reach of the best
+    var floor = Math.max(0.5, scored.length ? 0.05 * scored[0].score : 0);
+    scored = scored.filter(function (s) { return s.score > floor; });
     return scored.slice(0, limit || 10).map(function (s) {
       return { id: s.entry.id, title: s.entry.title, url: s.entry.url, summary: s.entry.summary,
                category: s.entry.category, matched: s.regex > 0, score: s.score };
