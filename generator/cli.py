@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -56,47 +57,77 @@ def cmd_schema(args) -> int:
     return 0
 
 
-NEW_TEMPLATE = """\
-# yaml-language-server: $schema={schema}
-# Format: CONTRIBUTING.md and the site's Contributing page. Check: faildex validate
-id: {id}
-title: TODO the failure as a reader would search for it
-category: {category}
-severity: high
-systems: [TODO]
-quick_answer: >
-  TODO the cause, and the first thing to do.
-root_cause: >
-  TODO the mechanism.
-symptoms:
-  - see: TODO what the user sees
-    why: TODO why this failure produces it
-signatures:
-  - id: TODO-signature
-    regex: 'TODO exact text the software prints'
-    strength: defining
-    source: TODO upstream file or URL of a real report where this text appears
-confirm:
-  - do: TODO a check
-    command: TODO the command
-fix:
-  - do: TODO the fix
-    command: TODO the command or setting
-    why: TODO why it works
-verify: TODO how to prove the fix worked
-prevent:
-  - TODO
-references:
-  - title: TODO
-    url: https://TODO
-examples:
-  - source: TODO "reproduced: <how>" or the URL of the report
-    log: |
-      TODO paste the log as printed
-  - source: TODO
-    log: |
-      TODO
-"""
+# Placeholder values of `faildex new`: every one is valid YAML of the field's type, so
+# the scaffold parses and `faildex validate` points at what to fill in, not at syntax.
+PLACEHOLDERS: dict[str, object] = {
+    "title": "TODO the failure as a reader would search for it",
+    "severity": "high",
+    "systems": ["TODO"],
+    "quick_answer": "TODO the cause, and the first thing to do.",
+    "root_cause": "TODO the mechanism.",
+    "symptoms": [{"see": "TODO what the user sees", "why": "TODO why this failure produces it"}],
+    "signatures": [{"id": "todo-signature", "regex": "TODO exact text the software prints",
+                    "strength": "defining",
+                    "source": "TODO upstream file or the URL of a real report that prints it"}],
+    "confirm": [{"do": "TODO a check", "command": "TODO the command"}],
+    "fix": [{"do": "TODO the fix", "command": "TODO the command or setting",
+             "why": "TODO why it works"}],
+    "verify": "TODO how to prove the fix worked",
+    "prevent": ["TODO"],
+    "references": [{"title": "TODO", "url": "https://TODO.example/"}],
+    "examples": [{"source": "TODO reproduced: how, or the URL of the report",
+                  "log": "TODO paste the log as printed\n"},
+                 {"source": "TODO", "log": "TODO\n"}],
+}
+
+
+def _yaml_field(key: str, value, indent: int, lead: str = "") -> str:
+    text = _yaml_value(value, indent)
+    return f"{lead}{key}:{'' if text.startswith(chr(10)) else ' '}{text}"
+
+
+def _yaml_value(value, indent: int) -> str:
+    """value as block YAML (strings JSON-quoted: always valid, whatever they hold)."""
+    pad = " " * indent
+    if isinstance(value, str):
+        if value.endswith("\n"):
+            return "|\n" + "".join(f"{pad}  {ln}\n" for ln in value.splitlines())
+        return (value if re.fullmatch(S.KEBAB, value) else json.dumps(value)) + "\n"
+    if isinstance(value, list):
+        out = "\n"
+        for item in value:
+            if isinstance(item, dict):
+                first = True
+                for k, v in item.items():
+                    lead = f"{pad}- " if first else f"{pad}  "
+                    out += _yaml_field(k, v, indent + 4, lead)
+                    first = False
+            else:
+                out += f"{pad}- {_yaml_value(item, indent + 2)}"
+        return out
+    return json.dumps(value) + "\n"
+
+
+def entry_template(eid: str, category: str, schema_path: str) -> str:
+    """The scaffold of a new entry: required fields, in the order of the page sections
+    (generator/schema.py ENTRY_SECTIONS) that show them, each under its section's name."""
+    head = {"id": eid, "title": PLACEHOLDERS["title"], "category": category,
+            "severity": PLACEHOLDERS["severity"], "systems": PLACEHOLDERS["systems"]}
+    out = [f"# yaml-language-server: $schema={schema_path}\n",
+           "# Format: CONTRIBUTING.md and the site's Contributing page. Check: faildex validate\n"]
+    out += [_yaml_field(k, v, 2) for k, v in head.items()]
+    done = set(head)
+    for sec in S.ENTRY_SECTIONS:
+        fields = [f for f in sec.fields if f not in done and f in PLACEHOLDERS]
+        if not fields:
+            continue
+        out.append(f"# {sec.heading}: {sec.doc}\n")
+        for f in fields:
+            out.append(_yaml_field(f, PLACEHOLDERS[f], 2))
+            done.add(f)
+    missing = [f.name for f in S.ENTRY.fields if f.required and f.name not in done]
+    assert not missing, f"no placeholder for required field(s) {missing}"
+    return "".join(out)
 
 
 def cmd_new(args) -> int:
@@ -122,7 +153,7 @@ def cmd_new(args) -> int:
         return 2
     path.parent.mkdir(parents=True, exist_ok=True)
     schema_rel = os.path.relpath(root / "generator" / "entry.schema.json", path.parent)
-    path.write_text(NEW_TEMPLATE.format(schema=schema_rel, id=eid, category=category), encoding="utf-8")
+    path.write_text(entry_template(eid, category, schema_rel), encoding="utf-8")
     print(f"created {path.relative_to(root)}; fill in the TODOs, then run: faildex validate")
     return 0
 

@@ -7,7 +7,9 @@ file never expands), and duplicate keys are errors, not silent overrides.
 """
 from __future__ import annotations
 
+import concurrent.futures
 import io
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -215,3 +217,41 @@ def load_all(root: Path) -> tuple[list[Entry], list[Problem]]:
         if entry:
             entries.append(entry)
     return entries, problems
+
+
+PARALLEL_FROM = 200   # entries; below this one process reads them faster than a pool
+
+
+def _load_chunk(job: tuple[list[str], str]):
+    paths, root = job
+    return [load_entry(Path(p), Path(root)) for p in paths]
+
+
+def load_and_validate(root: Path, jobs: int | None = None,
+                      parallel_from: int = PARALLEL_FROM) -> tuple[list[Entry], list[Problem]]:
+    """validate.validate(root), with the YAML parsing (most of the build time for
+    thousands of entries) spread over processes. Same entries, same problems: a test
+    compares the two."""
+    from .validate import validate, validate_entries
+    root = Path(root)
+    files = entry_files(root / "entries")
+    jobs = jobs or min(os.cpu_count() or 1, 16)
+    if jobs < 2 or len(files) < parallel_from:
+        return validate(root)
+    # The folder check of loader.load_all, then its per-file loading, in a pool.
+    problems = [Problem(str(p.relative_to(root)), 1, 1, "FDX030", "entry files end in .yaml: rename it")
+                for p in sorted((root / "entries").glob("*/*.yml"))]
+    chunks = [files[i::jobs * 4] for i in range(jobs * 4)]
+    with concurrent.futures.ProcessPoolExecutor(max_workers=jobs) as pool:
+        results = list(pool.map(_load_chunk, [([str(p) for p in c], str(root)) for c in chunks if c]))
+    loaded = {str(entry.path) if entry else f"!{n}": (entry, probs)
+              for n, (entry, probs) in enumerate(r for chunk in results for r in chunk)}
+    entries: list[Entry] = []
+    for entry, probs in loaded.values():
+        problems.extend(probs)
+        if entry:
+            entries.append(entry)
+    order = {str(p): i for i, p in enumerate(files)}
+    entries.sort(key=lambda e: order[str(e.path)])
+    problems += validate_entries(root, entries)
+    return entries, sorted(problems)

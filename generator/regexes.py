@@ -370,3 +370,73 @@ def choose_anchors(required: dict[str, list[str]], healthy=None,
             find_anchors.remove(a)
             alt_anchors.append(a)
     return sorted(alt_anchors), find_anchors, assigned
+
+
+def readable(pattern: str) -> str:
+    """A regex written out as the text it matches: literals as they are, the first of
+    several alternatives, named groups as <name>, anything variable as "…"."""
+    parsed = P.parse(pattern)
+    names = {i: n for n, i in parsed.state.groupdict.items()}
+
+    def is_space(op, av) -> bool:
+        return op is C.IN and all(o is C.CATEGORY and a is C.CATEGORY_SPACE for o, a in av)
+
+    def walk(items) -> str:
+        out: list[str] = []
+        for op, av in items:
+            if op is C.LITERAL:
+                out.append(chr(av))
+            elif op is C.IN and len(av) == 1 and av[0][0] is C.LITERAL:
+                out.append(chr(av[0][1]))
+            elif is_space(op, av):
+                out.append(" ")
+            elif op in (C.AT, C.ASSERT, C.ASSERT_NOT):
+                continue
+            elif op is C.SUBPATTERN:
+                group = av[0]
+                out.append(f"<{names[group]}>" if group in names else walk(av[-1]))
+            elif op in (C.MAX_REPEAT, C.MIN_REPEAT) or op is getattr(C, "POSSESSIVE_REPEAT", None):
+                lo, _, body = av
+                body = list(body)
+                single = len(body) == 1 and body[0][0] is not C.SUBPATTERN
+                if single and is_space(*body[0]):
+                    out.append(" ")
+                elif single and body[0][0] is not C.LITERAL:
+                    out.append(" … ")       # a run of variable characters
+                elif lo >= 1:
+                    out.append(walk(body))  # a required part, once
+            elif op is C.BRANCH:
+                out.append(walk(av[1][0]))
+            else:
+                out.append("…")
+        return re.sub(r"…(?:\s*…)+", "…", "".join(out))
+
+    return " ".join(walk(list(parsed)).split())
+
+
+def literal_runs(pattern: str) -> list[str]:
+    """Every run of literal text in the pattern, optional parts and every alternative
+    included: the words a reader might have from any form of the message."""
+    runs: list[str] = []
+
+    def walk(items) -> None:
+        cur: list[str] = []
+        for op, av in items:
+            if op is C.LITERAL:
+                cur.append(chr(av))
+                continue
+            if cur:
+                runs.append("".join(cur))
+                cur = []
+            if op is C.SUBPATTERN:
+                walk(av[-1])
+            elif op in (C.MAX_REPEAT, C.MIN_REPEAT) or op is getattr(C, "POSSESSIVE_REPEAT", None):
+                walk(av[2])
+            elif op is C.BRANCH:
+                for branch in av[1]:
+                    walk(branch)
+        if cur:
+            runs.append("".join(cur))
+
+    walk(list(P.parse(pattern)))
+    return [r for r in dict.fromkeys(r.strip() for r in runs) if r]

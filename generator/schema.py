@@ -151,6 +151,9 @@ SIGNATURE = Obj((
 
 STEP = Obj((
     F("do", Str(), "The action, as an instruction.", required=True),
+    F("only_for", Str(), "Only for some forms of the failure: which ones, in words (e.g. "
+      "`CUBLAS_STATUS_ALLOC_FAILED`). The first step without `only_for` is the entry's first move "
+      "in the error index and the category tables; with none, the first check of `confirm` is."),
     F("command", Str(multiline=True), "A command, setting or code change to copy."),
     F("why", Str(multiline=True), "Why this works for this failure.", required=True),
     F("when", Str(pattern=COMPARE),
@@ -197,6 +200,18 @@ NOT_THIS = Obj((
     F("because", Str(), "Why it is not that.", required=True),
 ))
 
+QUESTION = Obj((
+    F("ask", Str(), "The question as people ask it in an upstream thread (is it safe to raise "
+      "this timeout? does this setting exist on my backend?), one that no other section of "
+      "the entry answers.", required=True),
+    F("asked_at", Str(format="uri"), "The upstream thread (issue, forum post) where it is asked.",
+      required=True),
+    F("answer", Str(multiline=True), "The answer: a fact, in our words, not a repeat of another "
+      "section (a test compares them).", required=True),
+    F("reference", Str(format="uri"), "Where that fact is stated upstream (source file, docs, "
+      "release notes).", required=True),
+))
+
 SYMPTOM = Obj((
     F("see", Str(), "What the user sees.", required=True),
     F("why", Str(), "Why this failure produces it.", required=True),
@@ -236,9 +251,59 @@ ENTRY = Obj((
       required=True),
     F("not_this", List(NOT_THIS), "Failures people confuse with this one."),
     F("related", List(EntryRef(), unique=True), "Related entries (shown both ways)."),
+    F("questions", List(QUESTION),
+      "Questions people really ask about this failure upstream, each answered with a fact "
+      "and its reference. Leave it out when there is no such question."),
     F("references", List(REFERENCE, min_items=1), "Upstream sources for the facts.", required=True),
     F("examples", List(EXAMPLE, min_items=2), "Real log excerpts; each is a test.", required=True),
 ))
+
+
+# ---------------------------------------------------------------- the entry page
+
+@dataclass(frozen=True)
+class Section:
+    heading: str
+    anchor: str
+    fields: tuple[str, ...]   # the entry fields it shows ("" first: always shown)
+    doc: str
+    heading_shown: bool = True   # False: a box at the top of the page, no heading
+    optional: bool = False       # shown only when its first field has a value
+
+
+# The sections of an entry page, in page order: the page template renders them in this
+# order, the site tests check the headings against it, the Contributing page lists it
+# and `faildex new` orders its template by it.
+ENTRY_SECTIONS: tuple[Section, ...] = (
+    Section("Quick answer", "quick-answer", ("quick_answer",),
+            "The cause and the first move, on top.", heading_shown=False),
+    Section("First move", "first-move", ("fix",),
+            "The first fix step and its command, right under the quick answer.",
+            heading_shown=False),
+    Section("What you will see", "what-you-will-see", ("signatures",),
+            "The lines this failure prints, as general messages; the patterns on request."),
+    Section("Symptoms", "symptoms", ("symptoms",), "What you see, and why."),
+    Section("Root cause", "root-cause", ("root_cause",), "The mechanism."),
+    Section("Misread as", "misread-as", ("misread_as",), "The usual wrong suspicion.",
+            optional=True),
+    Section("How to confirm", "how-to-confirm", ("confirm",), "Checks, with commands."),
+    Section("Fix", "fix", ("fix",), "Every step, with its command and why it works."),
+    Section("Verify", "verify", ("verify",), "How to prove the fix worked."),
+    Section("Prevent", "prevent", ("prevent",), "How to keep it from coming back."),
+    Section("Look-alikes", "look-alikes", ("discriminators",),
+            "Signals that separate it from similar failures.", optional=True),
+    Section("What this is not", "what-this-is-not", ("not_this",),
+            "Failures people confuse it with.", optional=True),
+    Section("Questions people ask", "questions-people-ask", ("questions",),
+            "Real questions from upstream threads, answered with a fact.", optional=True),
+    Section("For a support ticket", "for-a-support-ticket", ("signatures", "affects", "confirm"),
+            "The line, the facts and versions, and the output of the checks to attach."),
+    Section("Related", "related", ("related",), "Related entries, both ways.", optional=True),
+    Section("Versions affected", "versions-affected", ("affects",),
+            "Where the failure happens, by version.", optional=True),
+    Section("References", "references", ("references",), "Upstream sources."),
+    Section("Example logs", "example-logs", ("examples",), "Real logs, each one a test."),
+)
 
 
 # ---------------------------------------------------------------- JSON Schema

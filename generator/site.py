@@ -37,7 +37,10 @@ import jinja2
 from markupsafe import Markup, escape
 
 from . import schema as S
+from . import loader
 from .loader import Entry, Problem
+from .regexes import readable
+from .text import clean, log_lines
 
 REPO = Path(__file__).resolve().parent.parent
 TEMPLATE_DIR = REPO / "site_template"
@@ -56,27 +59,6 @@ SOFTWARE_NAMES = {
 }
 SEVERITY_RANK = {s: i for i, s in enumerate(reversed(S.SEVERITIES))}  # critical first
 
-# The fixed section headings of an entry page, in page order; (heading, anchor, field that
-# decides whether it is shown: None = always).
-ENTRY_SECTIONS: list[tuple[str, str, str | None]] = [
-    ("What you will see", "what-you-will-see", None),
-    ("Symptoms", "symptoms", None),
-    ("Root cause", "root-cause", None),
-    ("Misread as", "misread-as", "misread_as"),
-    ("How to confirm", "how-to-confirm", None),
-    ("Fix", "fix", None),
-    ("Verify", "verify", None),
-    ("Prevent", "prevent", None),
-    ("Look-alikes", "look-alikes", "discriminators"),
-    ("What this is not", "what-this-is-not", "not_this"),
-    ("Related", "related", "related"),            # or another entry lists this one
-    ("Versions affected", "versions-affected", "affects"),
-    ("References", "references", None),
-    ("Questions and answers", "questions-and-answers", None),
-    ("Example logs", "example-logs", None),
-]
-
-
 class SiteError(Exception):
     """The entries did not validate; nothing was rendered."""
 
@@ -92,15 +74,8 @@ class SiteError(Exception):
 
 # ---------------------------------------------------------------- text helpers
 
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-_CTRL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _TICK = re.compile(r"`([^`\n]+)`")
 _ABBREV = re.compile(r"\b(?:e\.g|i\.e|vs|etc|cf|approx|incl)\.$")
-
-
-def clean(text) -> str:
-    """Text as shown: no ANSI colour codes or control characters (tabs and newlines stay)."""
-    return _CTRL.sub("", _ANSI.sub("", "" if text is None else str(text)))
 
 
 def inline(text) -> Markup:
@@ -153,7 +128,8 @@ def first_sentence(text) -> str:
 
 
 def slug(text: str) -> str:
-    s = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    """A URL-safe name: "g++" -> "g-plus-plus", not "g" (which any "g" would share)."""
+    s = re.sub(r"[^a-z0-9]+", "-", text.lower().replace("+", " plus ")).strip("-")
     return s or "x"
 
 
@@ -178,52 +154,10 @@ class Shown:
     match: str
     from_example: bool
 
-
-def readable(pattern: str) -> str:
-    """A regex written out as the text it matches: literals as they are, the first of
-    several alternatives, named groups as <name>, anything variable as "…"."""
-    try:
-        from re import _constants as C, _parser as P  # type: ignore[attr-defined]
-    except ImportError:  # pragma: no cover
-        import sre_constants as C  # type: ignore[no-redef]
-        import sre_parse as P  # type: ignore[no-redef]
-    parsed = P.parse(pattern)
-    names = {i: n for n, i in parsed.state.groupdict.items()}
-
-    def is_space(op, av) -> bool:
-        return op is C.IN and all(o is C.CATEGORY and a is C.CATEGORY_SPACE for o, a in av)
-
-    def walk(items) -> str:
-        out: list[str] = []
-        for op, av in items:
-            if op is C.LITERAL:
-                out.append(chr(av))
-            elif op is C.IN and len(av) == 1 and av[0][0] is C.LITERAL:
-                out.append(chr(av[0][1]))
-            elif is_space(op, av):
-                out.append(" ")
-            elif op in (C.AT, C.ASSERT, C.ASSERT_NOT):
-                continue
-            elif op is C.SUBPATTERN:
-                group = av[0]
-                out.append(f"<{names[group]}>" if group in names else walk(av[-1]))
-            elif op in (C.MAX_REPEAT, C.MIN_REPEAT) or op is getattr(C, "POSSESSIVE_REPEAT", None):
-                lo, _, body = av
-                body = list(body)
-                single = len(body) == 1 and body[0][0] is not C.SUBPATTERN
-                if single and is_space(*body[0]):
-                    out.append(" ")
-                elif single and body[0][0] is not C.LITERAL:
-                    out.append(" … ")       # a run of variable characters
-                elif lo >= 1:
-                    out.append(walk(body))  # a required part, once
-            elif op is C.BRANCH:
-                out.append(walk(av[1][0]))
-            else:
-                out.append("…")
-        return re.sub(r"…(?:\s*…)+", "…", "".join(out))
-
-    return " ".join(walk(list(parsed)).split())
+    @property
+    def message(self) -> str:
+        """The general message: the pattern written out, never one example's text."""
+        return readable(self.regex) or self.regex
 
 
 @dataclass
@@ -253,8 +187,9 @@ class EntryView:
         self.category_uri = f"categories/{self.category}.md"
         self.category_title = S.CATEGORIES[self.category][0]
         self.summary = first_sentence(d["quick_answer"])
-        self.cause = self.summary
-        self.first_move = d["fix"][0]["do"]
+        general = [f for f in d["fix"] if not f.get("only_for")]
+        # the first move that holds for every form of the failure (a fix step, else a check)
+        self.first_move = general[0]["do"] if general else d["confirm"][0]["do"]
         self.examples = [self._example(ex) for ex in d.get("examples") or []]
         lines = [ln for ex in self.examples for ln in ex["all_lines"]]
         self.signatures = [self._shown(sig, lines) for sig in d["signatures"]]
@@ -263,6 +198,7 @@ class EntryView:
         self.related_out: list[str] = list(d.get("related") or [])
         self.related_in: list[str] = []
         self.lookalikes: list[tuple[EntryView, list[dict]]] = []
+        self.not_this_views: list[EntryView] = []
 
     @property
     def edit_url(self) -> str:
@@ -281,16 +217,46 @@ class EntryView:
         return [s for s in self.signatures if s.strength == "defining"]
 
     @property
-    def lead_text(self) -> str:
-        """The error text a reader would paste into a search box."""
-        sigs = self.defining or self.signatures
-        text = " ".join(sigs[0].match.split())
-        return text if len(text) <= 100 else text[:99].rstrip() + "…"
+    def see(self) -> str:
+        """What you see, for a symptom table: the general message of the first defining
+        signature (or the first shown one)."""
+        sigs = self.defining or self.shown_signatures or self.signatures
+        return sigs[0].message
+
+    @property
+    def confused_with(self) -> list["EntryView"]:
+        """The entries people take this one for: what-this-is-not first, then look-alikes."""
+        seen = [o for o in (self.not_this_views + [o for o, _ in self.lookalikes])]
+        return list(dict.fromkeys(seen))[:3]
+
+    @property
+    def sections(self) -> list[S.Section]:
+        """The page's sections (generator/schema.py ENTRY_SECTIONS) this entry fills."""
+        def filled(sec: S.Section) -> bool:
+            if sec.anchor == "related":
+                return bool(self.related)
+            return not sec.optional or bool(self.d.get(sec.fields[0]))
+        return [sec for sec in S.ENTRY_SECTIONS if filled(sec)]
+
+    @property
+    def ticket(self) -> dict:
+        """What a support ticket for this failure needs: the line, the values the
+        signatures read from it, the versions that decide, the checks' output."""
+        sigs = self.defining or self.shown_signatures
+        facts = list(dict.fromkeys(
+            name for s in self.d["signatures"] if s["strength"] != "context"
+            for name in re.compile(s["regex"]).groupindex))
+        versions = [a["software"] for a in self.d.get("affects") or []]
+        versions += [x["fact"][:-len("_version")] for x in self.d.get("discriminators") or []
+                     if (x.get("fact") or "").endswith("_version")]
+        versions = [v for v in dict.fromkeys(versions + ["pytorch"]) if v in SOFTWARE_NAMES]
+        return {"message": sigs[0].message, "facts": facts, "versions": versions,
+                "commands": [c["command"] for c in self.d["confirm"] if c.get("command")]}
 
     def _example(self, ex: dict) -> dict:
         from .validate import example_text
         text = example_text(self.entry, ex) or ""
-        lines = [clean(ln) for ln in re.split(r"\r\n|\r|\n", text.rstrip("\n"))]
+        lines = [clean(ln) for ln in log_lines(text.rstrip("\n"))]
         shown = [ln if len(ln) <= LINE_MAX_CHARS else ln[:LINE_MAX_CHARS] + " …" for ln in
                  lines[:EXAMPLE_MAX_LINES]]
         file_url = None
@@ -342,6 +308,7 @@ def link_entries(views: list[EntryView]) -> None:
         for dis in v.d.get("discriminators") or []:
             groups.setdefault(dis["elsewhere"]["entry"], []).append(dis)
         v.lookalikes = [(by_id[k], g) for k, g in groups.items() if k in by_id]
+        v.not_this_views = [by_id[n["entry"]] for n in v.d.get("not_this") or [] if n["entry"] in by_id]
 
 
 def collect_systems(views: list[EntryView]) -> list[System]:
@@ -451,7 +418,7 @@ class SiteBuild:
             lstrip_blocks=True, keep_trailing_newline=True)
         self.env.filters.update(prose=prose, inline=inline, code=code_text, front=front,
                                 first_sentence=first_sentence, host=url_host)
-        self.env.globals.update(sections=ENTRY_SECTIONS, software_names=SOFTWARE_NAMES,
+        self.env.globals.update(sections=S.ENTRY_SECTIONS, software_names=SOFTWARE_NAMES,
                                 is_http_url=is_http_url, repo_url=REPO_URL, branch=BRANCH,
                                 api_format=API_FORMAT)
 
@@ -516,7 +483,7 @@ def index_pages(b: SiteBuild) -> None:
     for system in b.systems:
         b.render("system.md.j2", system.uri, system=system)
     rows = sorted(((s, v) for v in b.entries for s in v.defining),
-                  key=lambda sv: (sv[0].match.strip().lower(), sv[1].id))
+                  key=lambda sv: (sv[0].message.strip().lower(), sv[1].id))
     b.render("errors.md.j2", "errors.md", in_nav=True, rows=rows)
 
 
@@ -548,8 +515,13 @@ def api_files(b: SiteBuild) -> None:
     b.render("llms.txt.j2", "llms.txt")   # plain text: the template turns autoescape off
 
 
+def search_file(b: SiteBuild) -> None:
+    from .search import search_step
+    search_step(b)
+
+
 STEPS: list[Callable[[SiteBuild], None]] = [
-    entry_pages, index_pages, diagnose_page, contributing_page, api_files,
+    entry_pages, index_pages, diagnose_page, contributing_page, api_files, search_file,
 ]
 
 
@@ -639,50 +611,9 @@ def api_entries(b: SiteBuild) -> dict:
 
 # ---------------------------------------------------------------- entry points
 
-PARALLEL_FROM = 200   # entries; below this one process reads them faster than a pool
-
-
-def _load_chunk(job: tuple[list[str], str]):
-    from .loader import load_entry
-    paths, root = job
-    return [load_entry(Path(p), Path(root)) for p in paths]
-
-
-def load_and_validate(root: Path, jobs: int | None = None,
-                      parallel_from: int = PARALLEL_FROM) -> tuple[list[Entry], list[Problem]]:
-    """validate.validate(root), with the YAML parsing (most of the build time for
-    thousands of entries) spread over processes. Same entries, same problems: a test
-    compares the two."""
-    import concurrent.futures
-    from .loader import entry_files
-    from .validate import validate, validate_entries
-    root = Path(root)
-    files = entry_files(root / "entries")
-    jobs = jobs or min(os.cpu_count() or 1, 16)
-    if jobs < 2 or len(files) < parallel_from:
-        return validate(root)
-    # The folder check of loader.load_all, then its per-file loading, in a pool.
-    problems = [Problem(str(p.relative_to(root)), 1, 1, "FDX030", "entry files end in .yaml: rename it")
-                for p in sorted((root / "entries").glob("*/*.yml"))]
-    chunks = [files[i::jobs * 4] for i in range(jobs * 4)]
-    with concurrent.futures.ProcessPoolExecutor(max_workers=jobs) as pool:
-        results = list(pool.map(_load_chunk, [([str(p) for p in c], str(root)) for c in chunks if c]))
-    loaded = {str(entry.path) if entry else f"!{n}": (entry, probs)
-              for n, (entry, probs) in enumerate(r for chunk in results for r in chunk)}
-    entries: list[Entry] = []
-    for entry, probs in loaded.values():
-        problems.extend(probs)
-        if entry:
-            entries.append(entry)
-    order = {str(p): i for i, p in enumerate(files)}
-    entries.sort(key=lambda e: order[str(e.path)])
-    problems += validate_entries(root, entries)
-    return entries, sorted(problems)
-
-
 def load_entries(root: Path) -> list[Entry]:
     """Load and validate; raise SiteError with every problem."""
-    entries, problems = load_and_validate(Path(root))
+    entries, problems = loader.load_and_validate(Path(root))
     if problems:
         raise SiteError(problems)
     for e in entries:   # positions only serve problem messages: free them for large sites

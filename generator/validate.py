@@ -24,8 +24,10 @@ Codes
                                       FDX031 case-insensitive signature
                                       FDX032 version range is empty
                                       FDX033 look-alike not linked back
-                                    FDX034 context signature on most healthy lines
-                                    FDX035 discriminator fact nothing extracts
+                                      FDX034 answer repeats another section
+                                      FDX035 system name with unbalanced brackets
+                                    FDX036 context signature on most healthy lines
+                                    FDX037 discriminator fact nothing extracts
 """
 from __future__ import annotations
 
@@ -37,6 +39,7 @@ from . import schema as S
 from .healthy import HealthyCorpus, engine_module
 from .loader import Entry, Problem, load_all
 from .regexes import MIN_ANCHOR, backtracking_risks, required_literals
+from .text import log_lines
 
 Check = Callable[[Entry, "Context"], Iterator[Problem]]
 # facts the engine reads from any log line (versions, launcher, sizes)
@@ -292,7 +295,7 @@ def check_context_signature_not_on_most_lines(entry: Entry, ctx: Context) -> Ite
         for file, hits in sorted(per_file.items()):
             total = len(ctx.healthy.files[file])
             if total >= 50 and hits * 2 > total:
-                yield entry.problem(("signatures", i, "regex"), "FDX034",
+                yield entry.problem(("signatures", i, "regex"), "FDX036",
                                     f"context signature {sig.get('id')!r} matches {hits} of the {total} "
                                     f"lines of healthy log {file}: match only the line that states the fact")
                 break
@@ -317,9 +320,6 @@ def check_example_files(entry: Entry, ctx: Context) -> Iterator[Problem]:
                                 f"example file {ex['file']!r} not found next to the entry")
 
 
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-
-
 def check_examples_match(entry: Entry, ctx: Context) -> Iterator[Problem]:
     """Examples are tests: each is matched by the entry, each defining regex by an example."""
     sigs = [(i, s, re.compile(s["regex"])) for i, s in _signatures(entry)]
@@ -332,7 +332,7 @@ def check_examples_match(entry: Entry, ctx: Context) -> Iterator[Problem]:
         text = example_text(entry, ex)
         if text is None:
             continue
-        lines = [_ANSI.sub("", ln) for ln in re.split(r"\r\n|\r|\n", text)]
+        lines = log_lines(text)
         texts.append(lines)
         own = ex.get("expect") in (None, entry.id)
         if own and not any(rx.search(ln) for _, s, rx in sigs
@@ -360,7 +360,7 @@ def check_discriminator_facts(entry: Entry, ctx: Context) -> Iterator[Problem]:
                 re.findall(r"[a-z][a-z0-9_]*", dis["compare"])[-1:]
         for fact in named:
             if fact not in ctx.facts:
-                yield entry.problem(("discriminators", i), "FDX035",
+                yield entry.problem(("discriminators", i), "FDX037",
                                     f"fact {fact!r} is extracted by nothing: no signature has a named "
                                     f"group of that name and it is not a context fact "
                                     f"({', '.join(sorted(CONTEXT_FACTS)[:6])}, ...)")
@@ -387,6 +387,61 @@ def check_version_ranges(entry: Entry, ctx: Context) -> Iterator[Problem]:
                                     f"introduced {lo} is not before fixed {hi}: the range is empty")
 
 
+def check_system_names(entry: Entry, ctx: Context) -> Iterator[Problem]:
+    """A flow list splits at every comma: [IOMMU (VT-d, AMD-Vi)] is two broken names."""
+    systems = entry.data.get("systems")
+    for i, name in enumerate(systems if isinstance(systems, list) else []):
+        if isinstance(name, str) and any(name.count(a) != name.count(b) for a, b in ("()", "[]")):
+            yield entry.problem(("systems", i), "FDX035",
+                                f"system name {name!r} has unbalanced brackets: a comma inside "
+                                f"brackets split it; quote the whole name (\"IOMMU (VT-d, AMD-Vi)\")")
+
+
+_WORD = re.compile(r"[a-z0-9_]+")
+REPEAT_WORDS = 8   # a run of this many words shared with another section is a repeat
+
+
+def _runs(text: str, n: int = REPEAT_WORDS) -> set[tuple[str, ...]]:
+    words = _WORD.findall(text.lower())
+    return {tuple(words[i:i + n]) for i in range(len(words) - n + 1)}
+
+
+def _section_texts(data: dict) -> Iterator[tuple[str, str]]:
+    """(field, text) of every prose value of an entry outside its questions."""
+    def walk(value, where):
+        if isinstance(value, str):
+            yield where, value
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                yield from walk(item, f"{where}[{i}]")
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                yield from walk(v, f"{where}.{k}" if where else k)
+    for key, value in data.items():
+        if key not in ("questions", "examples", "signatures", "references"):
+            yield from walk(value, key)
+
+
+def check_answers_add_something(entry: Entry, ctx: Context) -> Iterator[Problem]:
+    """A question's answer says what no other section says: it shares no run of
+    REPEAT_WORDS words with another section's text."""
+    questions = entry.data.get("questions")
+    if not isinstance(questions, list):
+        return
+    others = [(where, _runs(text)) for where, text in _section_texts(entry.data)]
+    for i, q in enumerate(questions):
+        if not isinstance(q, dict) or not isinstance(q.get("answer"), str):
+            continue
+        mine = _runs(q["answer"])
+        for where, runs in others:
+            shared = mine & runs
+            if shared:
+                yield entry.problem(("questions", i, "answer"), "FDX034",
+                                    f"the answer repeats {where} (\"{' '.join(sorted(shared)[0])}\"): "
+                                    f"answer only what no other section says")
+                break
+
+
 CHECKS: list[Check] = [
     check_structure,
     check_id_matches_file,
@@ -402,6 +457,8 @@ CHECKS: list[Check] = [
     check_examples_match,
     check_discriminator_facts,
     check_version_ranges,
+    check_answers_add_something,
+    check_system_names,
 ]
 
 

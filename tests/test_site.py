@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 
 from generator import schema as S
+from generator import loader
+from generator.regexes import readable
 from generator import site as G
 from sitekit import (FIXTURES, REPO, article, heading_text, make_root, mkdocs_build, norm,
                      parse_html, resolve, section_links, section_text, sections, target_exists)
@@ -27,22 +29,20 @@ CSP = ("default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; worker-src 'se
        "style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; "
        "font-src 'self'")
 
-SECTION_ORDER = ["What you will see", "Symptoms", "Root cause", "Misread as", "How to confirm",
-                 "Fix", "Verify", "Prevent", "Look-alikes", "What this is not", "Related",
-                 "Versions affected", "References", "Questions and answers", "Example logs"]
-
-
 def expected_sections(v, build) -> list[str]:
+    """The headings generator/schema.py ENTRY_SECTIONS puts on this entry's page, in order."""
     d = v.d
     incoming = any(v.id in (o.d.get("related") or []) for o in build.entries)
-    shown = {
-        "Misread as": bool(d.get("misread_as")),
-        "Look-alikes": bool(d.get("discriminators")),
-        "What this is not": bool(d.get("not_this")),
-        "Related": bool(d.get("related")) or incoming,
-        "Versions affected": bool(d.get("affects")),
-    }
-    return [s for s in SECTION_ORDER if shown.get(s, True)]
+    out = []
+    for sec in S.ENTRY_SECTIONS:
+        if not sec.heading_shown:
+            continue
+        if sec.anchor == "related":
+            if d.get("related") or incoming:
+                out.append(sec.heading)
+        elif not sec.optional or d.get(sec.fields[0]):
+            out.append(sec.heading)
+    return out
 
 
 def entry_sections(built, v):
@@ -61,16 +61,21 @@ def test_every_entry_has_a_page_with_its_sections_in_order(built):
         assert h1 is not None and norm(h1.text()) == norm(v.title), v.id
 
 
-def test_quick_answer_box_comes_first_and_links_the_diagnoser(built):
+def test_quick_answer_then_the_first_fix_step_before_any_section(built):
     for v in built.build.entries:
         url = built.entry_url(v.id)
         art = article(built.doc(url))
         box = art.find("div", cls="fdx-quick")
-        assert box is not None, v.id
+        move = art.find("div", cls="fdx-first-move")
+        assert box is not None and move is not None, v.id
         blocks = [c for c in art.children if not isinstance(c, str) and c.tag in ("div", "h2")]
-        assert blocks.index(box) < blocks.index(art.find("h2")), f"{v.id}: box after a section"
+        assert blocks.index(box) + 1 == blocks.index(move) < blocks.index(art.find("h2")), v.id
         assert norm(" ".join(v.d["quick_answer"].split()).replace("`", "")) in box.norm_text()
-        links = {norm(a.text()): a.attrs["href"] for a in box.find_all("a")}
+        step = v.d["fix"][0]
+        assert norm(step["do"]).replace("`", "") in move.norm_text()
+        pre = move.find("pre")
+        assert (pre.text() if pre else None) == (G.code_text(step["command"]) if step.get("command") else None)
+        links = {norm(a.text()): a.attrs["href"] for a in move.find_all("a")}
         assert resolve(url, links["Diagnose your log"]) == "diagnose/", v.id
 
 
@@ -83,16 +88,17 @@ def test_what_you_will_see_shows_text_each_signature_matches(built):
                 assert sig["id"] not in figs
                 continue
             fig = figs[sig["id"]]
-            shown = fig.find("pre").text()
-            assert shown.strip(), (v.id, sig["id"])
+            # the general message first, never one example's text
+            assert fig.find("pre").text() == readable(sig["regex"]), (v.id, sig["id"])
+            printed = fig.find("code", cls="fdx-printed")
             from_example = next(s.from_example for s in v.signatures if s.id == sig["id"])
-            if not from_example:
-                assert shown == G.readable(sig["regex"])     # no example line matched it
-            elif "…" not in shown:
-                # A line of an example: the pattern finds it, so readers see exactly
-                # what their log says.
-                assert re.search(sig["regex"], shown), (v.id, sig["id"], shown)
-            assert fig.find("code", cls="fdx-regex").text() == sig["regex"]
+            assert (printed is not None) == from_example, (v.id, sig["id"])
+            if printed is not None and "…" not in printed.text():
+                # a line of an example, as printed: the pattern finds it
+                assert re.search(sig["regex"], printed.text()), (v.id, sig["id"])
+            # the pattern itself only on request
+            details = fig.find("details", cls="fdx-pattern")
+            assert details.find("code", cls="fdx-regex").text() == sig["regex"]
 
 
 def test_symptoms_confirm_fix_prevent_show_every_item(built):
@@ -166,29 +172,39 @@ def test_related_links_show_in_both_directions(built):
             assert f"entries/{dst}/" in links, f"{src}'s page does not link {dst}"
 
 
-def test_questions_and_answers_come_from_the_entry_only(built):
+def test_questions_are_the_entrys_own_with_their_threads_and_references(built):
+    """Only questions the entry holds (no composed Q&A repeating other sections)."""
     for v in built.build.entries:
-        qa = entry_sections(built, v)["Questions and answers"][0]
-        questions = [dt.norm_text() for dt in qa.find_all("dt")]
-        answers = [dd.norm_text() for dd in qa.find_all("dd")]
-        d = v.d
-        expected = 6 + bool(d.get("misread_as")) + len({x["elsewhere"]["entry"] for x in
-                                                         d.get("discriminators") or []}) \
-            + len(d.get("not_this") or []) + bool(d.get("affects"))
-        assert len(questions) == expected == len(answers), v.id
-        # Each answer is the text of one of this entry's fields.
-        plain = lambda t: norm(t).replace("`", "")  # noqa: E731
-        assert plain(d["quick_answer"]) in answers[0]
-        assert plain(d["root_cause"]) in answers[1]
-        assert any(plain(d["verify"]) == a for a in answers)
-        assert any(plain(d["fix"][0]["do"]) in a for a in answers)
-        mistaken = [q for q in questions if q.endswith("mistaken for?")]
-        assert len(mistaken) == bool(d.get("misread_as")), v.id
-        if d.get("misread_as"):
-            assert plain(d["misread_as"]) in answers[questions.index(mistaken[0])]
-        # Every question names this entry (its title or its error text).
-        for q in questions:
-            assert norm(v.title) in q or norm(v.lead_text) in q, q
+        secs = entry_sections(built, v)
+        questions = v.d.get("questions") or []
+        assert ("Questions people ask" in secs) == bool(questions), v.id
+        if not questions:
+            continue
+        box = secs["Questions people ask"][0]
+        dts, dds = box.find_all("dt"), box.find_all("dd")
+        assert len(dts) == len(dds) == len(questions)
+        for q, dt, dd in zip(questions, dts, dds):
+            assert norm(q["ask"]).replace("`", "") in dt.norm_text()
+            assert [a.attrs["href"] for a in dt.find_all("a")] == [q["asked_at"]]
+            assert norm(" ".join(q["answer"].split())).replace("`", "") in dd.norm_text()
+            assert q["reference"] in [a.attrs["href"] for a in dd.find_all("a")]
+
+
+def test_support_ticket_lists_the_message_facts_and_commands(built):
+    for v in built.build.entries:
+        box = entry_sections(built, v)["For a support ticket"][0]
+        codes = [c.text() for c in box.find_all("code")]
+        t = v.ticket
+        assert t["message"] == readable((v.defining or v.shown_signatures)[0].regex)
+        assert codes[0] == t["message"], v.id
+        groups = {n for s in v.d["signatures"] if s["strength"] != "context"
+                  for n in re.compile(s["regex"]).groupindex}
+        assert set(t["facts"]) == groups and all(f in codes for f in t["facts"]), v.id
+        for c in v.d["confirm"]:
+            if c.get("command"):
+                assert G.code_text(c["command"]) in codes, v.id
+        links = [resolve(built.entry_url(v.id), a.attrs["href"]) for a in box.find_all("a")]
+        assert "diagnose/" in links
 
 
 def test_edit_button_opens_the_entry_yaml(built):
@@ -213,16 +229,39 @@ def test_error_index_has_a_row_per_defining_signature(built):
     assert len(rows) == len(want)
     for r in rows:
         v = built.build.by_id[r.attrs["data-entry"]]
-        text, failure, cause, move = r.find_all("td")
+        text, failure, move = r.find_all("td")
         sig = next(s for s in v.d["signatures"] if s["id"] == r.attrs["data-signature"])
-        shown = next(s for s in v.signatures if s.id == sig["id"])
-        if not shown.from_example:
-            assert text.text() == G.readable(sig["regex"])
-        elif "…" not in text.text():
-            assert re.search(sig["regex"], text.text()), (v.id, sig["id"], text.text())
+        # the general message of the signature, never one example's text
+        assert text.text() == readable(sig["regex"])
         assert [resolve(url, a.attrs["href"]) for a in failure.find_all("a")] == [f"entries/{v.id}/"]
-        assert cause.norm_text() == G.first_sentence(v.d["quick_answer"]).replace("`", "")
-        assert move.norm_text() == norm(v.d["fix"][0]["do"]).replace("`", "")
+        assert move.norm_text() == norm(first_move(v.d)).replace("`", "")
+
+
+def first_move(d: dict) -> str:
+    """The first fix step that holds for every form of the failure, else the first check."""
+    general = [f for f in d["fix"] if not f.get("only_for")]
+    return general[0]["do"] if general else d["confirm"][0]["do"]
+
+
+def test_category_pages_are_symptom_tables(built):
+    for cat, title, _, views in built.build.categories:
+        url = f"categories/{cat}/"
+        table = built.doc(url).find("table", data_testid="symptom-table")
+        heads = [th.norm_text() for th in table.find_all("th")]
+        assert heads == ["What you see", "What it is", "First move", "Not to be confused with"]
+        rows = table.find_all("tr")[1:]
+        assert [r.attrs["data-entry"] for r in rows] == [v.id for v in views]
+        for r in rows:
+            v = built.build.by_id[r.attrs["data-entry"]]
+            see, what, move, other = r.find_all("td")
+            sigs = v.defining or v.shown_signatures or v.signatures
+            assert see.text() == readable(sigs[0].regex)
+            assert [resolve(url, a.attrs["href"]) for a in what.find_all("a")] == [f"entries/{v.id}/"]
+            assert move.norm_text() == norm(first_move(v.d)).replace("`", "")
+            confused = list(dict.fromkeys([n["entry"] for n in v.d.get("not_this") or []]
+                                          + [x["elsewhere"]["entry"] for x in v.d.get("discriminators") or []]))[:3]
+            assert [resolve(url, a.attrs["href"]) for a in other.find_all("a")] == \
+                [f"entries/{e}/" for e in confused], v.id
 
 
 def test_all_entries_page_is_filterable_without_inline_script(built):
@@ -317,6 +356,13 @@ def test_contributing_page_documents_every_schema_field_and_code(built):
     for cat in S.CATEGORIES:
         assert cat in text
     assert "faildex new" in text and "faildex validate" in text
+    # the entry page's sections, from the same list the pages are rendered from
+    rows = doc.find("table", data_testid="entry-sections").find_all("tr")[1:]
+    assert [r.attrs["data-section"] for r in rows] == [sec.anchor for sec in S.ENTRY_SECTIONS]
+
+
+def test_system_names_make_their_own_pages():
+    assert G.slug("g++") == "g-plus-plus" and G.slug("C++ compiler") == "c-plus-plus-compiler"
 
 
 # ---------------------------------------------------------------- the whole site
@@ -410,7 +456,8 @@ def test_hostile_entry_text_renders_inert(fixture_site):
     for tag in ("script", "iframe", "img", "style", "object", "embed", "form", "details", "svg"):
         bad = [n for n in art.find_all(tag) if not any(
             p.tag == "a" and "md-content__button" in p.attrs.get("class", "")
-            for p in _ancestors(n))]
+            for p in _ancestors(n))
+            and not (tag == "details" and n.attrs.get("class") == "fdx-pattern")]  # the template's own
         assert not bad, tag
     text = art.text()
     # The raw text is shown as text, not dropped.
@@ -531,12 +578,12 @@ def test_prose_escapes_and_keeps_backtick_code():
 
 
 def test_readable_pattern():
-    assert G.readable(r"(?:CUDA error: out of memory|cuda runtime error \(2\))") == \
+    assert readable(r"(?:CUDA error: out of memory|cuda runtime error \(2\))") == \
         "CUDA error: out of memory"
-    assert G.readable(r"key (?P<key>\w+) not set after (?P<wait_s>\d+) s") == \
+    assert readable(r"key (?P<key>\w+) not set after (?P<wait_s>\d+) s") == \
         "key <key> not set after <wait_s> s"
-    assert G.readable(r"Xid.{0,40}\b79\b") == "Xid … 79"
-    assert G.readable(r"Connect to \S+ failed(?: again)?\s+now") == "Connect to … failed now"
+    assert readable(r"Xid.{0,40}\b79\b") == "Xid … 79"
+    assert readable(r"Connect to \S+ failed(?: again)?\s+now") == "Connect to … failed now"
 
 
 def test_first_sentence():
@@ -596,7 +643,7 @@ def test_parallel_loading_reports_what_validate_reports(tmp_path):
     beta = root / "entries/rendezvous/fixture-beta-refused.yaml"
     beta.write_text(beta.read_text().replace("severity: medium", "severity: grave"))
     want_entries, want_problems = validate(root)
-    got_entries, got_problems = G.load_and_validate(root, jobs=3, parallel_from=0)
+    got_entries, got_problems = loader.load_and_validate(root, jobs=3, parallel_from=0)
     assert [e.id for e in got_entries] == [e.id for e in want_entries]
     assert [e.data for e in got_entries] == [e.data for e in want_entries]
     assert [str(p) for p in got_problems] == [str(p) for p in want_problems]

@@ -2,6 +2,7 @@
 exact code and file:line:col; plus hostile entry files (issue 6, item 4)."""
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -207,6 +208,18 @@ def test_new_scaffolds_an_entry_pointing_at_the_schema(checkout):
     text = (checkout / "entries" / "cuda" / "some-new-failure.yaml").read_text()
     assert text.startswith("# yaml-language-server: $schema=")
     assert "id: some-new-failure" in text and "category: cuda" in text
+    # The scaffold parses and has the entry's shape: validate points at what is left to
+    # write (the TODO signature matches no example), never at the scaffold's syntax.
+    got = [p for p in problems(checkout) if "some-new-failure" in p]
+    codes = {p.split()[1] for p in got}
+    assert got and not codes & {"FDX001", "FDX002", "FDX003", "FDX004", "FDX005", "FDX006", "FDX008"}, got
+    assert "FDX020" in codes, got
+    # its fields come in the order of the page sections that show them
+    from generator.schema import ENTRY_SECTIONS
+    order = [f for sec in ENTRY_SECTIONS for f in sec.fields]
+    keys = [ln.split(":")[0] for ln in text.splitlines() if re.match(r"^[a-z_]+:", ln)]
+    shown = [k for k in keys if k in order]
+    assert shown == sorted(shown, key=order.index), keys
 
 
 def test_schema_file_is_current():
@@ -214,3 +227,32 @@ def test_schema_file_is_current():
     from generator.schema import json_schema
     committed = json.loads((ROOT / "generator" / "entry.schema.json").read_text())
     assert committed == json_schema(), "run: faildex schema -o generator/entry.schema.json"
+
+
+def test_an_answer_that_repeats_another_section(checkout):
+    """Questions hold what no other section says: an answer copied from the root cause fails."""
+    qa = ("  - ask: Why does every node exit after ten minutes?\n"
+          "    asked_at: https://github.com/pytorch/pytorch/issues/1\n"
+          "    answer: >\n"
+          "      Each waiting agent raises RendezvousTimeoutError from next_rendezvous() and\n"
+          "      exits before starting a single worker process.\n"
+          "    reference: https://github.com/pytorch/pytorch/blob/main/torch/distributed/elastic/rendezvous/dynamic_rendezvous.py\n")
+    edit(checkout, "questions:\n", "questions:\n" + qa)
+    got = problems(checkout)
+    line = line_of(checkout, "    answer: >\n      Each waiting agent")
+    assert any(g.startswith(f"{REL}:{line}:") and " FDX034 the answer repeats root_cause " in g
+               for g in got), got
+    # the same question answered with a fact the entry does not state passes
+    edit(checkout, "      Each waiting agent raises RendezvousTimeoutError from next_rendezvous() and\n"
+                   "      exits before starting a single worker process.\n",
+         "      Agents that reach the deadline stop; the launch configuration decides nothing else.\n")
+    assert not [g for g in problems(checkout) if " FDX034 " in g]
+
+
+def test_a_system_name_split_by_a_comma(checkout):
+    edit(checkout, "systems: [torchrun, TorchElastic, c10d rendezvous]",
+         "systems: [torchrun, IOMMU (VT-d, AMD-Vi)]")
+    got = problems(checkout)
+    line = line_of(checkout, "systems: [torchrun, IOMMU")
+    assert any(g.startswith(f"{REL}:{line}:") and " FDX035 system name 'IOMMU (VT-d' has unbalanced" in g
+               for g in got), got

@@ -23,8 +23,3 @@ for node in 0 1; do
     > "torchrun-2node-c10d-rdzv-node$node.log" 2>&1 &
 done
 wait
-
-# 4 ranks with the most verbose c10d checks (DETAIL wraps every collective).
-TORCH_DISTRIBUTED_DEBUG=DETAIL TORCH_CPP_LOG_LEVEL=INFO \
-  "$BIN/torchrun" --nproc-per-node 4 --tee 3 --master-addr 127.0.0.1 --master-port 29615 \
-  "$SCRIPT" --steps 20 > torchrun-4rank-debug-detail.log 2>&1

@@ -1,8 +1,97 @@
-// Filters for the tables of "All entries" (category, severity, system, text) and the
-// "Error index" (text). A file, not an inline script: the site's CSP forbids those.
-// Without JavaScript the tables are complete and the filter controls stay hidden.
+// The site's own behaviour, in a file (the CSP forbids inline scripts):
+// - "paste an error, get the entry": the header search and the home page's paste box
+//   rank entries with FaildexFinder (find.js) over assets/faildex/search.json;
+// - filters for the tables of "All entries" (category, severity, system, text) and the
+//   "Error index" (the same finder, so a whole error line with its prefixes matches).
+// Without JavaScript every table is complete and the controls stay hidden.
 (function () {
   "use strict";
+
+  // The site root, from this script's own URL (pages sit at any depth).
+  var script = document.currentScript;
+  var ROOT = script ? script.src.replace(/assets\/faildex\/faildex\.js(?:\?.*)?$/, "") : "/";
+  var finder = null;
+  var loading = null;
+
+  function loadFinder() {
+    if (!loading) {
+      loading = fetch(ROOT + "assets/faildex/search.json")
+        .then(function (r) { if (!r.ok) throw new Error(r.status); return r.json(); })
+        .then(function (data) { finder = new window.FaildexFinder(data); return finder; });
+    }
+    return loading;
+  }
+
+  function el(tag, attrs, text) {
+    var e = document.createElement(tag);
+    Object.keys(attrs || {}).forEach(function (k) { e.setAttribute(k, attrs[k]); });
+    if (text) e.textContent = text;
+    return e;
+  }
+
+  // Hits as a list of links: the first one carries its summary.
+  function renderHits(list, hits) {
+    list.textContent = "";
+    hits.forEach(function (h, i) {
+      var li = el("li", { "data-entry-id": h.id, class: "fdx-find__hit" });
+      var a = el("a", { href: ROOT + h.url }, h.title);
+      li.appendChild(a);
+      var meta = el("span", { class: "fdx-find__meta" }, h.category + (h.matched ? " · matches the line" : ""));
+      li.appendChild(meta);
+      if (i === 0) li.appendChild(el("p", { class: "fdx-find__summary" }, h.summary));
+      list.appendChild(li);
+    });
+  }
+
+  // The header search: our hits above mkdocs-material's full-text results.
+  function setUpHeader() {
+    var input = document.querySelector("[data-md-component=search-query]");
+    var result = document.querySelector("[data-md-component=search-result]");
+    if (!input || !result) return;
+    var box = el("div", { class: "fdx-find fdx-find--header", "data-testid": "find-header", hidden: "" });
+    box.appendChild(el("p", { class: "fdx-find__title" }, "Matching failures"));
+    var list = el("ol", { class: "fdx-find__list" });
+    box.appendChild(list);
+    result.insertBefore(box, result.firstChild);
+    var shown = "";
+    function update() {
+      loadFinder().then(function (f) {
+        var q = input.value;
+        var hits = q.trim() ? f.rank(q, 5) : [];
+        renderHits(list, hits);
+        box.hidden = !hits.length;
+        shown = q;
+        box.setAttribute("data-query", q);
+      });
+    }
+    input.addEventListener("focus", loadFinder);
+    input.addEventListener("input", update);
+    // Enter opens the best match (before the theme opens its first full-text result).
+    input.addEventListener("keydown", function (ev) {
+      if (ev.key !== "Enter" || !finder || shown !== input.value) return;
+      var first = list.querySelector("a");
+      if (first) { ev.preventDefault(); ev.stopImmediatePropagation(); window.location.href = first.href; }
+    }, true);
+  }
+
+  // The home page's paste box: the best entries for what was pasted, as it is pasted.
+  function setUpPasteBox(box) {
+    var area = box.querySelector("textarea");
+    var list = box.querySelector("ol");
+    var none = box.querySelector("[data-fdx-none]");
+    function update() {
+      loadFinder().then(function (f) {
+        var hits = area.value.trim() ? f.rank(area.value, 3) : [];
+        renderHits(list, hits);
+        none.hidden = !(area.value.trim() && !hits.length);
+        box.setAttribute("data-query", area.value);
+      });
+    }
+    area.addEventListener("input", update);
+    area.addEventListener("focus", loadFinder);
+    box.hidden = false;
+    if (area.value) update();
+  }
 
   function setUp(box) {
     var table = document.querySelector('table[data-fdx-table="' + box.dataset.fdxFilterFor + '"]');
@@ -21,12 +110,16 @@
       var want = {};
       controls.forEach(function (c) { want[c.dataset.fdxFilter] = c.value.trim(); });
       var text = (want.text || "").toLowerCase();
+      // A whole error line (prefixes, numbers, paths) is no substring of a row: rows
+      // of the entries the finder ranks first for it are shown too.
+      var found = Object.create(null);
+      if (text && finder) finder.rank(want.text, 3).forEach(function (h) { found[h.id] = true; });
       var shown = 0;
       rows.forEach(function (r, i) {
         var ok = (!want.category || r.dataset.category === want.category) &&
           (!want.severity || r.dataset.severity === want.severity) &&
           (!want.system || (" " + (r.dataset.systems || "") + " ").indexOf(" " + want.system + " ") >= 0) &&
-          (!text || texts[i].indexOf(text) >= 0);
+          (!text || texts[i].indexOf(text) >= 0 || found[r.dataset.entry || r.dataset.id]);
         r.hidden = !ok;
         if (ok) shown += 1;
       });
@@ -40,10 +133,13 @@
     controls.forEach(function (c) { c.addEventListener("input", apply); });
     box.hidden = false;
     apply();
+    loadFinder().then(apply);
   }
 
   function init() {
     Array.prototype.forEach.call(document.querySelectorAll("[data-fdx-filter-for]"), setUp);
+    Array.prototype.forEach.call(document.querySelectorAll("[data-fdx-paste]"), setUpPasteBox);
+    setUpHeader();
   }
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);

@@ -1,0 +1,70 @@
+"""The data behind "paste an error, get the entry": assets/faildex/search.json.
+
+The header search and the home page's paste box (site_template/static/assets/
+faildex/find.js) rank entries for a whole error line or a few words. They run each
+signature's regex on the pasted lines (translated to JavaScript here, at build
+time), then score words against the signature's general message (the regex written
+out, never one example's text), the title, the systems and the entry's prose.
+
+Measured against mkdocs-material's own search (lunr, even with a separator that
+splits on .:()[]/= and boosted pages) in bench/search.py; the browser test in
+tests/test_browser.py holds the bar.
+"""
+from __future__ import annotations
+
+import json
+import re
+
+from .regexes import literal_runs, readable, required_literals
+from .text import clean
+
+SEARCH_FORMAT = 1
+SHOWN = ("defining", "supporting", "collateral")   # context lines are printed by healthy runs
+
+
+def js_regex(pattern: str) -> str | None:
+    """The pattern in JavaScript's syntax, or None when it uses something JavaScript
+    reads differently (the page then scores that signature by its words only)."""
+    if re.search(r"\(\?[aiLmsux]|\\[AZ]|\(\?>|[*+?}]\+|\(\?\(", pattern):
+        return None
+    return re.sub(r"\(\?P=(\w+)\)", r"\\k<\1>", pattern.replace("(?P<", "(?<"))
+
+
+def _prose(d: dict) -> str:
+    parts = [d["quick_answer"], d["root_cause"], d.get("misread_as") or ""]
+    parts += [s["see"] for s in d["symptoms"]]
+    return " ".join(clean(p) for p in parts)
+
+
+def search_data(views, url) -> dict:
+    """views: the site's EntryViews; url(uri) -> the page's URL relative to the site root."""
+    entries = []
+    for v in sorted(views, key=lambda v: v.id):
+        d = v.d
+        sigs = []
+        for s in d["signatures"]:
+            if s["strength"] not in SHOWN:
+                continue
+            sigs.append({"id": s["id"], "strength": s["strength"], "re": js_regex(s["regex"]),
+                         "text": readable(s["regex"]),
+                         "words": " ".join(literal_runs(s["regex"])),
+                         "literals": [x for x in required_literals(s["regex"]) if len(x) >= 4]})
+        entries.append({
+            "id": v.id, "title": clean(v.title), "url": url(v.uri),
+            "category": v.category_title, "summary": v.summary,
+            "systems": list(d["systems"]), "downstream": bool(d.get("downstream")),
+            "refines": list(d.get("refines") or []), "signatures": sigs, "prose": _prose(d),
+            # when this entry and the one it refines match the same line, these decide
+            "unless": [{"entry": x["elsewhere"]["entry"], "compare": x["compare"]}
+                       for x in d.get("discriminators") or [] if x.get("compare")
+                       and x["elsewhere"]["entry"] in (d.get("refines") or [])],
+        })
+    return {"format": SEARCH_FORMAT, "entries": entries}
+
+
+def search_step(b) -> None:
+    """Site build step: ship assets/faildex/search.json."""
+    from .site import page_url
+    data = search_data(b.entries, lambda uri: page_url(uri, b.use_directory_urls))
+    b.add_text("assets/faildex/search.json",
+               json.dumps(data, ensure_ascii=False, separators=(",", ":")))

@@ -1,0 +1,25 @@
+"""Text as the generator shows it: ANSI colour codes and control characters removed,
+log lines split the way the engine splits them. The one home for that handling
+(the engine in pyodide_app/ keeps its own copy: it imports nothing from here)."""
+from __future__ import annotations
+
+import re
+
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_CTRL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+
+
+def strip_ansi(text: str) -> str:
+    """Log text without ANSI colour codes (what a signature regex is searched in)."""
+    return ANSI.sub("", text)
+
+
+def clean(text) -> str:
+    """Text as shown: no ANSI colour codes or control characters (tabs and newlines stay)."""
+    return _CTRL.sub("", strip_ansi("" if text is None else str(text)))
+
+
+def log_lines(text: str) -> list[str]:
+    """The lines of a log (CRLF, CR or LF), without colour codes."""
+    return [strip_ansi(ln) for ln in _NEWLINE.split(text)]

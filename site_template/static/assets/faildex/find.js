@@ -1,0 +1,169 @@
+// Rank entries for a pasted error line or a few typed words, from search.json
+// (generator/search.py). Used by the header search and the home page's paste box
+// (faildex.js); plain data in, plain data out, so Node can run it too (bench/search.py).
+//
+// Three signals, strongest first:
+//  1. a signature's regex matches a pasted line (defining > supporting > collateral;
+//     a longer match is a more specific signature);
+//  2. the required literal text of a signature appears in the query (half a line);
+//  3. words: each query word, weighted by how rare it is across entries, found in the
+//     entry's name (title, id, systems), its signatures' general messages, or its prose;
+//     two words next to each other in a message count again.
+(function (root) {
+  "use strict";
+
+  var STRENGTH = { defining: 3, supporting: 2, collateral: 1 };
+  var ANSI = /\x1b\[[0-9;]*[A-Za-z]/g;
+  var MAX_LINES = 400;      // a pasted log: its last lines hold the error
+  var MAX_WORDS = 300;
+
+  var UNITS = { bytes: 1, b: 1, kib: 1024, mib: 1048576, gib: 1073741824, tib: 1099511627776,
+                kb: 1e3, mb: 1e6, gb: 1e9, tb: 1e12 };
+
+  // "1.50 GiB" -> bytes, "600000" -> 600000, else null (as the engine's reason.quantity)
+  function quantity(value) {
+    var m = /^\s*(-?[0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*$/.exec(String(value));
+    if (!m) return null;
+    var unit = m[2].toLowerCase();
+    if (unit && !(unit in UNITS)) return null;
+    return parseFloat(m[1]) * (unit ? UNITS[unit] : 1);
+  }
+
+  // A discriminator's `compare` ("a > 2 * b") over facts; null when a fact is missing.
+  function compare(expr, facts) {
+    var m = /^(\w+) (<=|>=|<|>) (?:([0-9.]+) \* )?(\w+)$/.exec(expr);
+    if (!m || !(m[1] in facts) || !(m[4] in facts)) return null;
+    var left = quantity(facts[m[1]]), right = quantity(facts[m[4]]);
+    if (left === null || right === null) return null;
+    right *= parseFloat(m[3] || "1");
+    return { "<": left < right, "<=": left <= right, ">": left > right, ">=": left >= right }[m[2]];
+  }
+
+  function words(text) {
+    return (text.toLowerCase().match(/[a-z0-9_]+/g) || []);
+  }
+
+  function setOf(list) {
+    var s = Object.create(null);
+    list.forEach(function (w) { s[w] = true; });
+    return s;
+  }
+
+  function pairs(list) {
+    var s = Object.create(null);
+    for (var i = 0; i + 1 < list.length; i++) s[list[i] + " " + list[i + 1]] = true;
+    return s;
+  }
+
+  function prepare(e) {
+    var name = words([e.title, e.id.replace(/-/g, " "), e.systems.join(" ")].join(" "));
+    var sigText = e.signatures.map(function (s) { return s.text + " " + s.words; }).join(" \n ");
+    var sig = words(sigText);
+    var sigs = e.signatures.map(function (s) {
+      var rx = null;
+      if (s.re) {
+        try { rx = new RegExp(s.re); } catch (err) { rx = null; }
+      }
+      return { id: s.id, weight: STRENGTH[s.strength] || 0, rx: rx, literals: s.literals };
+    });
+    return {
+      data: e, sigs: sigs,
+      name: setOf(name), sig: setOf(sig), prose: setOf(words(e.prose)),
+      pairs: pairs(sig.concat(["\n"], name)),
+    };
+  }
+
+  function Finder(data) {
+    this.entries = data.entries.map(prepare);
+    this.byId = Object.create(null);
+    var df = Object.create(null);
+    this.entries.forEach(function (p) {
+      this.byId[p.data.id] = p;
+      var all = Object.assign(Object.create(null), p.name, p.sig, p.prose);
+      Object.keys(all).forEach(function (w) { df[w] = (df[w] || 0) + 1; });
+    }, this);
+    var n = this.entries.length;
+    this.idf = function (w) { return df[w] ? Math.log(1 + n / df[w]) : 0; };
+  }
+
+  Finder.prototype.rank = function (query, limit) {
+    var text = String(query || "").replace(ANSI, "");
+    var lines = text.split(/\r\n|\r|\n/).map(function (l) { return l.trim(); })
+      .filter(function (l) { return l; }).slice(-MAX_LINES);
+    if (!lines.length) return [];
+    var qwords = words(lines.join(" \n ")).slice(-MAX_WORDS);
+    var unique = Object.keys(setOf(qwords));
+    var qpairs = Object.keys(pairs(qwords));
+    var idf = this.idf;
+    var scored = this.entries.map(function (p) {
+      var regex = 0, line = -1, literal = 0, wordScore = 0, facts = {};
+      p.sigs.forEach(function (s) {
+        if (!s.weight) return;
+        if (s.rx) {
+          for (var i = 0; i < lines.length; i++) {
+            var m = s.rx.exec(lines[i]);
+            if (m) {
+              if (m.groups) Object.keys(m.groups).forEach(function (k) {
+                if (m.groups[k] !== undefined) facts[k] = m.groups[k];
+              });
+              var v = s.weight * 1000 + Math.min(m[0].length, 300);
+              if (v > regex) { regex = v; line = i; }
+            }
+          }
+        }
+        s.literals.forEach(function (lit) {
+          // a phrase, not one word (words are scored below)
+          if (lit.length >= 8 && /\W/.test(lit) && text.indexOf(lit) >= 0) literal = Math.max(literal, s.weight * lit.length);
+        });
+      });
+      unique.forEach(function (w) {
+        var f = idf(w);
+        wordScore += f * (p.name[w] ? 3 : p.sig[w] ? 2 : p.prose[w] ? 0.5 : 0);
+      });
+      qpairs.forEach(function (pr) {
+        if (p.pairs[pr]) wordScore += idf(pr.split(" ")[0]) + idf(pr.split(" ")[1]);
+      });
+      return { entry: p.data, regex: regex, line: line, literal: literal, words: wordScore,
+               facts: facts };
+    });
+    // A special case beats its general entry on the same line (an FSDP state-dict OOM
+    // is also a CUDA OOM) unless a comparison of the line's facts says it is the general
+    // one (fragmentation: reserved-but-unallocated > the request; as the engine decides);
+    // a downstream report loses to a cause found in the same paste.
+    var hit = Object.create(null);
+    scored.forEach(function (s) { if (s.regex) hit[s.entry.id] = s; });
+    var causeFound = scored.some(function (s) { return s.regex >= 3000 && !s.entry.downstream; });
+    scored.forEach(function (s) {
+      if (!s.regex) return;
+      s.entry.refines.forEach(function (g) {
+        if (!hit[g] || hit[g].line !== s.line) return;
+        var tests = s.entry.unless.filter(function (u) { return u.entry === g; })
+          .map(function (u) { return compare(u.compare, s.facts); });
+        s.regex += !tests.length || tests.indexOf(true) >= 0 ? 500 : -500;
+      });
+      if (s.entry.downstream && causeFound) s.regex -= 2000;
+    });
+    scored.forEach(function (s) { s.score = s.regex + 10 * s.literal + s.words; });
+    // A few words rarely name the special case: when nothing matched as a line, a
+    // general entry scoring close to its special case comes first ("CUDA OOM").
+    scored.forEach(function (s) {
+      if (s.regex) return;
+      s.entry.refines.forEach(function (g) {
+        var general = scored.find(function (o) { return o.entry.id === g; });
+        if (general && !general.regex && general.score >= 0.8 * s.score)
+          general.score = Math.max(general.score, s.score + 0.01);
+      });
+    });
+    scored.sort(function (a, b) { return b.score - a.score || (a.entry.id < b.entry.id ? -1 : 1); });
+    // below a line match, a few shared words are noise: keep hits within reach of the best
+    var floor = Math.max(0.5, scored.length ? 0.05 * scored[0].score : 0);
+    scored = scored.filter(function (s) { return s.score > floor; });
+    return scored.slice(0, limit || 10).map(function (s) {
+      return { id: s.entry.id, title: s.entry.title, url: s.entry.url, summary: s.entry.summary,
+               category: s.entry.category, matched: s.regex > 0, score: s.score };
+    });
+  };
+
+  root.FaildexFinder = Finder;
+  if (typeof module !== "undefined" && module.exports) module.exports = Finder;
+})(typeof window !== "undefined" ? window : globalThis);

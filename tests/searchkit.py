@@ -1,0 +1,121 @@
+"""The queries "paste an error, get the entry" must answer (tests/test_browser.py, bench/search.py).
+
+From the entries, never written to fit the search:
+- line: each defining signature's line as the software printed it, taken from the
+  entry's examples (the first line it matches that is not indented);
+- prefixed: the same line behind what launchers and loggers put in front of it;
+- half: the same line cut at its middle word boundary, keeping the half that holds
+  more of what the signature matched (what survives a terminal that cut the line).
+Plus SHORT: what people type, with the entries that answer it.
+"""
+from __future__ import annotations
+
+import re
+
+from generator.text import log_lines
+from generator.validate import example_text
+
+PREFIXES = ["[rank3]:", "2026-12-02 17:16:50,123 ERROR ", "[default0]:[rank0]: ",
+            "torch.distributed.elastic.multiprocessing.api: "]
+
+# (what people type, the entries that answer it: the first is the one wanted first,
+# any of them counts as right)
+SHORT: list[tuple[str, tuple[str, ...]]] = [
+    ("Socket Timeout", ("tcpstore-wait-timeout", "tcpstore-connection-timed-out", "master-addr-unreachable")),
+    ("exitcode -9", ("worker-sigkill-host-oom",)),
+    ("exitcode: -9", ("worker-sigkill-host-oom",)),
+    ("DistStoreError", ("store-barrier-timeout", "tcpstore-wait-timeout")),
+    ("NCCL timeout", ("nccl-watchdog-timeout",)),
+    ("CUDA OOM", ("cuda-out-of-memory",)),
+    ("CUDA out of memory", ("cuda-out-of-memory",)),
+    ("ChildFailedError", ("elastic-child-failed",)),
+    ("RendezvousTimeoutError", ("torchrun-rendezvous-timeout",)),
+    ("address already in use", ("master-port-in-use",)),
+    ("EADDRINUSE", ("master-port-in-use",)),
+    ("device-side assert triggered", ("cuda-device-side-assert",)),
+    ("illegal memory access", ("cuda-illegal-memory-access",)),
+    ("no kernel image is available", ("cuda-no-kernel-image",)),
+    ("Bus error shared memory", ("dataloader-shm-bus-error",)),
+    ("Too many open files", ("too-many-open-files",)),
+    ("No space left on device", ("disk-full",)),
+    ("Stale file handle", ("stale-file-handle",)),
+    ("weights_only", ("torch-load-weights-only",)),
+    ("Unsupported global", ("torch-load-weights-only",)),
+    ("Missing key(s) in state_dict", ("state-dict-key-mismatch",)),
+    ("size mismatch for", ("state-dict-size-mismatch",)),
+    ("central directory", ("checkpoint-corrupt",)),
+    ("HeaderTooLarge", ("safetensors-header-error",)),
+    ("find_unused_parameters", ("ddp-unused-parameters",)),
+    ("Xid 79", ("gpu-fell-off-bus",)),
+    ("fallen off the bus", ("gpu-fell-off-bus",)),
+    ("ECC error", ("gpu-ecc-error",)),
+    ("NCCL_SOCKET_IFNAME", ("nccl-wrong-interface", "nccl-docker-interface")),
+    ("Connection closed by remote peer", ("nccl-connection-closed-by-peer",)),
+    ("ncclRemoteError", ("nccl-remote-error",)),
+    ("unhandled system error", ("nccl-unhandled-system-error",)),
+    ("Broken pipe", ("tcpstore-broken-pipe",)),
+    ("OOMKilled", ("k8s-pod-oomkilled",)),
+    ("Insufficient nvidia.com/gpu", ("k8s-unschedulable-gpu",)),
+    ("DUE TO TIME LIMIT", ("slurm-time-limit",)),
+    ("oom_kill events", ("slurm-oom-kill",)),
+    ("SIGTERM", ("worker-sigterm-preemption",)),
+    ("segmentation fault", ("worker-sigsegv",)),
+    ("loss is nan", ("loss-spike-divergence", "loss-nan-fp16-overflow", "anomaly-nan-backward")),
+    ("Gradient overflow. Skipping step", ("loss-nan-fp16-overflow",)),
+    ("backward through the graph a second time", ("backward-twice",)),
+    ("modified by an inplace operation", ("inplace-autograd-error",)),
+    ("Expected all tensors to be on the same device", ("device-mismatch",)),
+    ("undefined symbol", ("undefined-symbol-extension", "nccl-library-mismatch")),
+    ("driver is too old", ("cuda-driver-too-old",)),
+    ("KV cache", ("vllm-kv-cache-insufficient",)),
+    ("EngineDeadError", ("vllm-engine-dead",)),
+    ("huggingface offline", ("hf-model-not-found-offline",)),
+    ("TCP client failed to connect", ("master-addr-unreachable", "rendezvous-host-unresolved")),
+]
+
+
+def signature_lines(entry) -> list[tuple[str, str, str]]:
+    """(signature id, the line it matches as printed, the matched text) per defining
+    signature of the entry."""
+    lines = [ln.rstrip() for ex in entry.data["examples"]
+             for ln in log_lines(example_text(entry, ex) or "")]
+    out = []
+    for sig in entry.data["signatures"]:
+        if sig["strength"] != "defining":
+            continue
+        rx = re.compile(sig["regex"])
+        hits = [(ln, m) for ln in lines if (m := rx.search(ln))]
+        if not hits:
+            continue
+        ln, m = next(((ln, m) for ln, m in hits if not ln[:1].isspace()), hits[0])
+        out.append((sig["id"], ln.strip(), m.group(0)))
+    return out
+
+
+def half(line: str, match: str) -> str:
+    """The line cut at its middle word boundary; the half holding more of the match."""
+    mid = len(line) // 2
+    cut = line.rfind(" ", 0, mid + 1)
+    cut = cut if cut > 0 else mid
+    first, second = line[:cut].rstrip(), line[cut:].strip()
+    start = line.find(match)
+    if start < 0:
+        return first
+    end = start + len(match)
+    in_first = max(0, min(end, cut) - start)
+    in_second = max(0, end - max(start, cut))
+    return first if in_first >= in_second else second
+
+
+def queries(entries) -> list[tuple[str, str, tuple[str, ...]]]:
+    """(kind, query, entries that answer it) for every query of the test."""
+    out = []
+    n = 0
+    for e in sorted(entries, key=lambda e: e.id):
+        for sig_id, line, match in signature_lines(e):
+            out.append(("line", line, (e.id,)))
+            out.append(("prefixed", PREFIXES[n % len(PREFIXES)] + line, (e.id,)))
+            out.append(("half", half(line, match), (e.id,)))
+            n += 1
+    out += [("short", q, want) for q, want in SHORT]
+    return out
