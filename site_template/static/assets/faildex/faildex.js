@@ -1,4 +1,4 @@
-// Filters for the tables of "All entries" (category, severity, system, text) and the
+// Every page. Filters for the tables of "All entries" (category, severity, system, text) and the
 // "Error index" (text). A file, not an inline script: the site's CSP forbids those.
 // Without JavaScript the tables are complete and the filter controls stay hidden.
 (function () {
@@ -44,6 +44,16 @@
 
   function init() {
     Array.prototype.forEach.call(document.querySelectorAll("[data-fdx-filter-for]"), setUp);
+    // the theme's search dialog has no accessible name
+    var search = document.querySelector(".md-search[role=dialog]");
+    if (search && !search.hasAttribute("aria-label")) search.setAttribute("aria-label", "Search the site");
+  }
+
+  // Offline after one visit: the service worker at the site's root caches every page and
+  // the diagnoser (generator/diagnoser.py writes it with the list of files).
+  if ("serviceWorker" in navigator && window.isSecureContext) {
+    navigator.serviceWorker.register(new URL("../../sw.js", document.currentScript.src))
+      .catch(function () { /* a host without sw.js: the site works online as before */ });
   }
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
