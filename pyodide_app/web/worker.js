@@ -40,9 +40,13 @@ _d = None
 _part = None
 _parts = {}
 
+_category = {}
+
 def init(index_text):
-    global _index, _plan
-    _index = load_index(json.loads(index_text))
+    global _index, _plan, _category
+    raw = json.loads(index_text)
+    _category = {k: e.get("category") for k, e in raw["entries"].items()}
+    _index = load_index(raw)
     _plan = Plan(_index)
 
 # one range of a large file (any worker)
@@ -113,7 +117,7 @@ def excerpt(r):
         if f:
             block = f.get("before", []) + [f["text"]] + f.get("after", [])
             lines += [x for x in block if x not in lines]
-    text = "\n".join(lines)[-EXCERPT_MAX:]
+    text = "\\n".join(lines)[-EXCERPT_MAX:]
     return redact(text, r["facts"].get("hosts", [])) if text else ""
 
 def finish():
@@ -121,6 +125,8 @@ def finish():
     keys = set(r["facts"]) | {m["fact"] for m in r["missing"]}
     return json.dumps({"report": r, "markdown": to_markdown(r, redact_it=True),
                        "share": share_payload(r), "excerpt": excerpt(r),
+                       "categories": {n["id"]: _category.get(n["id"]) for n in
+                                      (r.get("unmatched") or {}).get("nearest", [])},
                        "labels": {k: fact_label(k) for k in keys}})
 `;
 
