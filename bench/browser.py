@@ -8,6 +8,11 @@ Debian's Chromium (Playwright), and measures in one run:
   * in-browser throughput on a generated log (bench/loggen.py) of the given size;
   * the native CLI on the same file, with one process and with one per core;
 and prints the ratios. Targets (issue 4): ready < 4 s; browser >= half the CLI.
+
+    python bench/browser.py --cold-only
+
+measures only cold start, served as plain files and precompressed (.br beside the big
+files), on loopback and throttled to 10 Mbit/s (issue 13).
 """
 from __future__ import annotations
 
@@ -35,6 +40,55 @@ class Handler(http.server.SimpleHTTPRequestHandler):
 
     def log_message(self, *args):
         pass
+
+
+class PrecompressedHandler(Handler):
+    """Serves f.br or f.gz (written beside big files by the build) when the browser accepts
+    it, with the headers a static host must send (README: "Hosting the site")."""
+
+    def send_head(self):
+        path = self.translate_path(self.path)
+        accept = self.headers.get("Accept-Encoding", "")
+        if os.path.isfile(path):
+            for encoding, ext in (("br", ".br"), ("gzip", ".gz")):
+                if encoding in accept and os.path.isfile(path + ext):
+                    f = open(path + ext, "rb")
+                    self.send_response(200)
+                    self.send_header("Content-Type", self.guess_type(path))
+                    self.send_header("Content-Encoding", encoding)
+                    self.send_header("Vary", "Accept-Encoding")
+                    self.send_header("Content-Length", str(os.fstat(f.fileno()).st_size))
+                    self.end_headers()
+                    return f
+        return super().send_head()
+
+
+def serve(site: Path, handler=Handler):
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), lambda *a, **k: handler(*a, directory=str(site), **k))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}"
+
+
+def cold_start(browser, url: str, mbit: float | None) -> tuple[float, int]:
+    """Navigation to "ready" in a fresh context (empty cache, no service worker), ms, and the
+    bytes that crossed the wire; mbit throttles download and upload (Chromium's DevTools
+    network emulation, which also covers the page's workers), with 20 ms latency."""
+    ctx = browser.new_context(service_workers="block")
+    page = ctx.new_page()
+    cdp = ctx.new_cdp_session(page)
+    cdp.send("Network.enable")
+    wire = []
+    cdp.on("Network.loadingFinished", lambda e: wire.append(e["encodedDataLength"]))
+    if mbit:
+        rate = mbit * 1e6 / 8
+        cdp.send("Network.emulateNetworkConditions", {"offline": False, "latency": 20,
+                                                      "downloadThroughput": rate, "uploadThroughput": rate})
+    t = time.perf_counter()
+    page.goto(url)
+    page.wait_for_selector("[data-testid=status][data-state=ready]", timeout=300_000)
+    ms = (time.perf_counter() - t) * 1000
+    ctx.close()
+    return ms, int(sum(wire))
 
 
 def renderer_rss() -> int:
@@ -79,7 +133,11 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--size", default="200M")
     ap.add_argument("--runs", type=int, default=3, help="cold starts to measure")
+    ap.add_argument("--cold-only", action="store_true", help="only cold starts: loopback and 10 Mbit/s, "
+                    "plain and precompressed (.br/.gz)")
     args = ap.parse_args()
+    if args.cold_only:
+        return cold_starts(args.runs)
     work = Path(tempfile.mkdtemp(prefix="faildex-browser-bench-"))
     site = work / "site"
     t = time.perf_counter()
@@ -147,6 +205,25 @@ def main() -> int:
     print(f"native CLI, {cores} procs: {many:6.2f} s {many_mbs:7.1f} MB/s")
     print(f"ratio browser / CLI: {b_mbs / one_mbs:.2f} (1 proc), {b_mbs / many_mbs:.2f} (all cores); target >= 0.5")
     log.unlink()
+    return 0
+
+
+def cold_starts(runs: int) -> int:
+    work = Path(tempfile.mkdtemp(prefix="faildex-browser-bench-"))
+    site = work / "site"
+    subprocess.run([sys.executable, "-m", "mkdocs", "build", "-q", "-d", str(site)], cwd=ROOT, check=True)
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
+        for handler, how in ((Handler, "plain files"), (PrecompressedHandler, "precompressed .br/.gz")):
+            server, origin = serve(site, handler)
+            for mbit in (None, 10):
+                got = [cold_start(browser, f"{origin}/diagnose/", mbit) for _ in range(runs if not mbit else 1)]
+                ms = sorted(g[0] for g in got)[len(got) // 2]
+                print(f"cold start to ready, {how:24} {'loopback' if not mbit else f'{mbit} Mbit/s':10}: "
+                      f"{ms:7.0f} ms (median of {len(got)}), {got[0][1] / 1e6:5.1f} MB on the wire")
+            server.shutdown()
+        browser.close()
     return 0
 
 

@@ -89,3 +89,41 @@ def fixture_site(tmp_path_factory) -> BuiltSite:
 def built(request) -> BuiltSite:
     """Each built site in turn (tests that must hold for any set of entries)."""
     return request.getfixturevalue(f"{request.param}_site")
+
+
+# ---------------------------------------------------------------- real Chromium (test_browser.py, test_diagnoser_ux.py)
+
+import http.server  # noqa: E402
+import threading  # noqa: E402
+
+CHROMIUM = "/usr/bin/chromium"
+
+
+class _Handler(http.server.SimpleHTTPRequestHandler):
+    extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map,
+                      ".wasm": "application/wasm", ".mjs": "text/javascript",
+                      ".js": "text/javascript", ".json": "application/json"}
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="session")
+def origin(real_site):
+    handler = lambda *a, **k: _Handler(*a, directory=str(real_site.site), **k)  # noqa: E731
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: apt-get install chromium (see .ci/run)")
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield browser
+        browser.close()

@@ -3,9 +3,7 @@ served from 127.0.0.1: the built site, the real Pyodide, the real engine wheel."
 from __future__ import annotations
 
 import gzip
-import http.server
 import json
-import threading
 from pathlib import Path
 
 import pytest
@@ -13,43 +11,14 @@ import pytest
 from generator.validate import example_text
 
 pytestmark = pytest.mark.browser
-CHROMIUM = "/usr/bin/chromium"
-READY_MS = 90_000
-
-
-class _Handler(http.server.SimpleHTTPRequestHandler):
-    extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map,
-                      ".wasm": "application/wasm", ".mjs": "text/javascript",
-                      ".js": "text/javascript", ".json": "application/json"}
-
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture(scope="session")
-def origin(real_site):
-    handler = lambda *a, **k: _Handler(*a, directory=str(real_site.site), **k)  # noqa: E731
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-
-
-@pytest.fixture(scope="session")
-def chromium():
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: apt-get install chromium (see .ci/run)")
-    from playwright.sync_api import sync_playwright
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        yield browser
-        browser.close()
+READY_MS = 90_000   # the `origin` and `chromium` fixtures are in conftest.py
 
 
 @pytest.fixture()
 def page(chromium, origin):
-    context = chromium.new_context(accept_downloads=True)
+    # No service worker here: its first-visit download of the whole site would compete with
+    # Pyodide in every test (tests/test_diagnoser_ux.py tests it, offline).
+    context = chromium.new_context(accept_downloads=True, service_workers="block")
     pg = context.new_page()
     pg.requests = []
     pg.on("request", lambda r: pg.requests.append(r.url))
@@ -105,7 +74,9 @@ def test_two_rank_files_first_failure_is_primary(page, entries, tmp_path):
     collateral = page.locator("[data-testid=collateral] li").evaluate_all(
         "els => els.map(e => e.dataset.entryId)")
     assert "nccl-watchdog-timeout" in collateral
-    assert page.locator("[data-testid=timeline] .fdx-lane").count() == 2
+    # one lane per rank; the cause (rank 3's OOM) is marked in its own lane
+    cause = page.locator("[data-testid=timeline] .fdx-lane", has=page.locator(".fdx-mark[data-role=initiating]"))
+    assert cause.count() == 1 and cause.locator(".fdx-lane-name").inner_text() == "rank 3"
 
 
 def test_empty_and_binary_files_get_a_clear_message(page, tmp_path):
