@@ -97,9 +97,12 @@ def serve(site: Path, handler=Handler, link: Link | None = None):
             return super().send_head()
 
         def copyfile(self, source, outputfile):
-            while chunk := source.read(16384):
-                link.send(len(chunk))
-                outputfile.write(chunk)
+            try:
+                while chunk := source.read(16384):
+                    link.send(len(chunk))
+                    outputfile.write(chunk)
+            except (BrokenPipeError, ConnectionResetError):
+                pass   # the measured context closed while a worker was still loading
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), lambda *a, **k: Served(*a, directory=str(site), **k))
     threading.Thread(target=server.serve_forever, daemon=True).start()
