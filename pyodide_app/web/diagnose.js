@@ -552,9 +552,13 @@ function renderReport(r, opts = {}) {
           ` · confidence ${a.confidence.toFixed(2)}`, a.why ? el("span", { class: "fdx-why", text: ` · ${a.why}` }) : null)))));
   }
   if (r.collateral && r.collateral.length) {
+    // Who reported it: the ranks, else the files (the engine's count is of matching lines,
+    // several per report, so it is not shown as a number of reports).
+    const files = (id) => new Set((r.timeline || []).filter((t) => t.entry === id).map((t) => t.source)).size;
     out.append(section("Consequences (not causes)", el("ul", { "data-testid": "collateral" }, r.collateral.map((c) =>
-      el("li", { "data-entry-id": c.id }, entryLink(c.id, c.url, c.title), ` · ${plural(c.count, "report")}`,
-        c.ranks && c.ranks.length ? el("span", { "data-testid": "ranks" }, ` · ${plural(c.ranks.length, "rank")}: ${rankText(c.ranks)}`) : "")))));
+      el("li", { "data-entry-id": c.id }, entryLink(c.id, c.url, c.title),
+        c.ranks && c.ranks.length ? el("span", { "data-testid": "ranks" }, ` · ${plural(c.ranks.length, "rank")}: ${rankText(c.ranks)}`)
+          : files(c.id) > 1 ? ` · in ${files(c.id)} files` : "")))));
   }
   const facts = Object.entries(r.facts || {}).filter(([, v]) => v && (!Array.isArray(v) || v.length));
   if (facts.length) {
