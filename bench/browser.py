@@ -8,6 +8,12 @@ Debian's Chromium (Playwright), and measures in one run:
   * in-browser throughput on a generated log (bench/loggen.py) of the given size;
   * the native CLI on the same file, with one process and with one per core;
 and prints the ratios. Targets (issue 4): ready < 4 s; browser >= half the CLI.
+
+    python bench/browser.py --cold-only
+
+measures only cold start, served as plain files and precompressed (.br beside the big
+files), on loopback and through a 10 Mbit/s link with 20 ms latency per request
+(`Link`: the server paces its bytes) (issue 13).
 """
 from __future__ import annotations
 
@@ -35,6 +41,84 @@ class Handler(http.server.SimpleHTTPRequestHandler):
 
     def log_message(self, *args):
         pass
+
+
+class PrecompressedHandler(Handler):
+    """Serves f.br or f.gz (written beside big files by the build) when the browser accepts
+    it, with the headers a static host must send (README: "Hosting the site")."""
+
+    def send_head(self):
+        path = self.translate_path(self.path)
+        accept = self.headers.get("Accept-Encoding", "")
+        if os.path.isfile(path):
+            for encoding, ext in (("br", ".br"), ("gzip", ".gz")):
+                if encoding in accept and os.path.isfile(path + ext):
+                    f = open(path + ext, "rb")
+                    self.send_response(200)
+                    self.send_header("Content-Type", self.guess_type(path))
+                    self.send_header("Content-Encoding", encoding)
+                    self.send_header("Vary", "Accept-Encoding")
+                    self.send_header("Content-Length", str(os.fstat(f.fileno()).st_size))
+                    self.end_headers()
+                    return f
+        return super().send_head()
+
+
+class Link:
+    """A shared network link of `mbit` Mbit/s with `latency_s` per request: every byte the
+    server sends waits its turn, as on a real 10 Mbit/s connection. (Chromium's DevTools
+    emulation, Network.emulateNetworkConditions on the page, does not reach requests made
+    by the page's workers, which fetch Pyodide: measured, it saw 2.8 of 16 MB.)"""
+
+    def __init__(self, mbit: float | None, latency_s: float = 0.02):
+        self.rate = mbit * 1e6 / 8 if mbit else None
+        self.latency_s = latency_s if mbit else 0.0
+        self.lock = threading.Lock()
+        self.free_at = 0.0
+        self.sent = 0
+
+    def send(self, n: int) -> None:
+        with self.lock:
+            self.sent += n
+            if not self.rate:
+                return
+            now = time.perf_counter()
+            self.free_at = max(now, self.free_at) + n / self.rate
+            wait = self.free_at - now
+        time.sleep(wait)
+
+
+def serve(site: Path, handler=Handler, link: Link | None = None):
+    link = link or Link(None)
+
+    class Served(handler):
+        def send_head(self):
+            time.sleep(link.latency_s)
+            return super().send_head()
+
+        def copyfile(self, source, outputfile):
+            try:
+                while chunk := source.read(16384):
+                    link.send(len(chunk))
+                    outputfile.write(chunk)
+            except (BrokenPipeError, ConnectionResetError):
+                pass   # the measured context closed while a worker was still loading
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), lambda *a, **k: Served(*a, directory=str(site), **k))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}"
+
+
+def cold_start(browser, url: str) -> float:
+    """Navigation to "ready" in a fresh context (empty cache, no service worker), ms."""
+    ctx = browser.new_context(service_workers="block")
+    page = ctx.new_page()
+    t = time.perf_counter()
+    page.goto(url)
+    page.wait_for_selector("[data-testid=status][data-state=ready]", timeout=300_000)
+    ms = (time.perf_counter() - t) * 1000
+    ctx.close()
+    return ms
 
 
 def renderer_rss() -> int:
@@ -79,7 +163,11 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--size", default="200M")
     ap.add_argument("--runs", type=int, default=3, help="cold starts to measure")
+    ap.add_argument("--cold-only", action="store_true", help="only cold starts: loopback and 10 Mbit/s, "
+                    "plain and precompressed (.br/.gz)")
     args = ap.parse_args()
+    if args.cold_only:
+        return cold_starts(args.runs)
     work = Path(tempfile.mkdtemp(prefix="faildex-browser-bench-"))
     site = work / "site"
     t = time.perf_counter()
@@ -92,10 +180,8 @@ def main() -> int:
     generate(log, parse_size(args.size), 0, example_failures(ROOT, failures))
     size = log.stat().st_size
 
-    handler = lambda *a, **k: Handler(*a, directory=str(site), **k)  # noqa: E731
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}/diagnose/"
+    server, origin = serve(site)
+    url = f"{origin}/diagnose/"
 
     cores = os.cpu_count() or 1
     from playwright.sync_api import sync_playwright
@@ -147,6 +233,26 @@ def main() -> int:
     print(f"native CLI, {cores} procs: {many:6.2f} s {many_mbs:7.1f} MB/s")
     print(f"ratio browser / CLI: {b_mbs / one_mbs:.2f} (1 proc), {b_mbs / many_mbs:.2f} (all cores); target >= 0.5")
     log.unlink()
+    return 0
+
+
+def cold_starts(runs: int) -> int:
+    work = Path(tempfile.mkdtemp(prefix="faildex-browser-bench-"))
+    site = work / "site"
+    subprocess.run([sys.executable, "-m", "mkdocs", "build", "-q", "-d", str(site)], cwd=ROOT, check=True)
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
+        for handler, how in ((Handler, "plain files"), (PrecompressedHandler, "precompressed .br/.gz")):
+            for mbit in (None, 10):
+                link = Link(mbit)
+                server, origin = serve(site, handler, link)
+                got = sorted(cold_start(browser, f"{origin}/diagnose/") for _ in range(runs if not mbit else 1))
+                print(f"cold start to ready, {how:22} {'loopback' if not mbit else f'{mbit} Mbit/s':10}: "
+                      f"{got[len(got) // 2]:7.0f} ms (median of {len(got)}), "
+                      f"{link.sent / len(got) / 1e6:5.1f} MB sent per start")
+                server.shutdown()
+        browser.close()
     return 0
 
 

@@ -2,6 +2,10 @@
 
     assets/pyodide/      the Pyodide runtime, copied from node_modules/pyodide (npm, pinned)
     assets/faildex/      the engine wheel, the index, example logs, worker and page scripts
+    sw.js                the service worker: every page and asset, cached on the first
+                         visit, so the site and the diagnoser work offline afterwards
+    *.gz, *.br           beside each big compressible file, for static hosts that serve
+                         precompressed files (README: "Hosting the site")
 
 The engine is pure Python, so its wheel is a plain py3-none-any zip written here
 with zipfile (pyodide-build needs a cross-build environment from the internet,
@@ -11,17 +15,26 @@ check_same_origin() fails the build if a page or script points off-site.
 from __future__ import annotations
 
 import base64
+import gzip
 import hashlib
 import json
 import re
 import zipfile
 from pathlib import Path
 
+import brotli
+
 PYODIDE_FILES = ["pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip",
                  "pyodide-lock.json"]
 ENGINE_NAME = "faildex_engine"
 ENGINE_VERSION = "0.1.0"
 EXAMPLE_MAX = 64 * 1024
+COMPRESS_MIN = 100 * 1024           # smaller files gain little from a precompressed copy
+COMPRESS_SUFFIXES = {".wasm", ".mjs", ".js", ".json", ".css", ".html", ".zip", ".whl"}
+COMPRESS_GAIN = 0.9                 # keep a copy only when it is at most 90% of the original
+# Not cached by the service worker: source maps, copies of other files, the sitemap, and
+# lunr's word splitter for Thai/Japanese (0.7 MB, loaded only for those languages).
+OFFLINE_SKIP = re.compile(r"\.(?:map|gz|br)$|^sitemap\.xml|^sw\.js$|^assets/javascripts/lunr/(?:wordcut|tinyseg)\.js$")
 
 
 class AssetError(Exception):
@@ -118,11 +131,91 @@ def diagnoser_step(b) -> None:
         b.add_file(f"assets/pyodide/{f}", pyodide_src / f)
     b.add_file(f"assets/faildex/{wheel.name}", wheel)
     for p in sorted((code / "pyodide_app" / "web").glob("*")):
-        if p.is_file():
+        if p.is_file() and p.name != "sw.js":   # sw.js goes to the site's root (offline_step)
             b.add_file(f"assets/faildex/{p.name}", p)
     b.add_text("assets/faildex/index.json", json.dumps(index, sort_keys=True, separators=(",", ":")))
     b.add_text("assets/faildex/examples.json", json.dumps(example_logs(entries), ensure_ascii=False))
     version = json.loads((pyodide_src / "package.json").read_text())["version"]
     b.add_text("assets/faildex/manifest.json", json.dumps({
         "wheel": wheel.name, "index": "index.json", "examples": "examples.json",
-        "pyodide": version, "index_digest": index.get("digest", "")}, indent=1))
+        "pyodide": version, "index_digest": index.get("digest", ""),
+        "new_entry": new_entry_target()}, indent=1))
+
+
+def new_entry_target() -> dict:
+    """Where "add this failure to faildex" goes: GitHub's web editor creates
+    entries/<category>/<id>.yaml from the skeleton `faildex new` writes."""
+    from . import schema as S
+    from .cli import NEW_TEMPLATE
+    from .site import BRANCH, REPO_URL
+    return {"url": f"{REPO_URL}/new/{BRANCH}/entries/", "categories": list(S.CATEGORIES),
+            "template": NEW_TEMPLATE.replace("{schema}", "../../generator/entry.schema.json")}
+
+
+# ---------------------------------------------------------------- after mkdocs wrote the site
+
+def compress_big_assets(site_dir: Path, cache: Path) -> list[Path]:
+    """Write f.gz and f.br beside every big compressible file of the site. Copies are
+    kept in `cache` by content digest: the 10 MB runtime is compressed once, not per build."""
+    written = []
+    cache.mkdir(parents=True, exist_ok=True)
+    for p in sorted(site_dir.rglob("*")):
+        if not p.is_file() or p.suffix not in COMPRESS_SUFFIXES or p.stat().st_size < COMPRESS_MIN:
+            continue
+        data = p.read_bytes()
+        digest = hashlib.sha256(data).hexdigest()[:32]
+        for ext, squeeze in ((".gz", lambda d: gzip.compress(d, 6, mtime=0)),
+                             (".br", lambda d: brotli.compress(d, quality=6))):
+            kept = cache / f"{digest}{ext}"
+            skipped = cache / f"{digest}{ext}.skip"
+            if skipped.exists():
+                continue
+            if not kept.exists():
+                packed = squeeze(data)
+                if len(packed) > COMPRESS_GAIN * len(data):
+                    skipped.touch()
+                    continue
+                kept.write_bytes(packed)
+            out = p.with_name(p.name + ext)
+            out.write_bytes(kept.read_bytes())
+            written.append(out)
+    return written
+
+
+def service_worker(site_dir: Path, code: Path) -> Path:
+    """site/sw.js: pyodide_app/web/sw.js after a list of every file it caches and a
+    version (a digest of their contents: a new build replaces the old cache)."""
+    files, digest = [], hashlib.sha256()
+    for p in sorted(site_dir.rglob("*")):
+        rel = p.relative_to(site_dir).as_posix()
+        if not p.is_file() or OFFLINE_SKIP.search(rel):
+            continue
+        digest.update(rel.encode() + b"\0" + hashlib.sha256(p.read_bytes()).digest())
+        # directory URLs: entries/x/index.html is fetched as entries/x/
+        files.append(rel[:-len("index.html")] if rel == "index.html" or rel.endswith("/index.html") else rel)
+    head = (f"// Generated by generator/diagnoser.py at build time.\n"
+            f"const VERSION = {json.dumps(digest.hexdigest()[:16])};\n"
+            f"const FILES = {json.dumps([f or './' for f in files], indent=0)};\n")
+    out = site_dir / "sw.js"
+    out.write_text(head + (code / "pyodide_app" / "web" / "sw.js").read_text(encoding="utf-8"),
+                   encoding="utf-8")
+    return out
+
+
+# `mkdocs serve` rebuilds on every edit: a cache there would show stale pages, so the
+# hook sets this False and the site gets a worker that removes itself instead.
+OFFLINE = True
+_UNREGISTER = ("// mkdocs serve: no offline cache while editing; remove a worker left by a built site.\n"
+               "self.addEventListener('install', () => self.skipWaiting());\n"
+               "self.addEventListener('activate', (e) => e.waitUntil(self.registration.unregister()));\n")
+
+
+def offline_step(b, site_dir: Path) -> None:
+    """Post-build step (generator/mkdocs_hooks.py): compressed copies, then the service
+    worker (its list leaves the copies out: a browser asks for the file, the server picks)."""
+    code = Path(__file__).resolve().parent.parent
+    if not OFFLINE:
+        (site_dir / "sw.js").write_text(_UNREGISTER, encoding="utf-8")
+        return
+    compress_big_assets(site_dir, code / ".cache" / "compressed")
+    service_worker(site_dir, code)

@@ -50,7 +50,7 @@ def _same_origin_only(b: site.SiteBuild, site_dir: Path) -> None:
         raise PluginError(f"{len(bad)} asset reference(s) point off-origin")
 
 
-POST_BUILD_STEPS: list[Callable[[site.SiteBuild, Path], None]] = [_same_origin_only]
+POST_BUILD_STEPS: list[Callable[[site.SiteBuild, Path], None]] = [_same_origin_only, diagnoser.offline_step]
 
 _build: site.SiteBuild | None = None
 
@@ -68,6 +68,7 @@ _serving = False
 def on_startup(command, dirty):
     global _serving
     _serving = command == "serve"
+    diagnoser.OFFLINE = not _serving
 
 
 def on_config(config):

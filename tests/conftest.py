@@ -89,3 +89,54 @@ def fixture_site(tmp_path_factory) -> BuiltSite:
 def built(request) -> BuiltSite:
     """Each built site in turn (tests that must hold for any set of entries)."""
     return request.getfixturevalue(f"{request.param}_site")
+
+
+# ---------------------------------------------------------------- real Chromium (test_browser.py, test_diagnoser_ux.py)
+
+import http.server  # noqa: E402
+import threading  # noqa: E402
+
+CHROMIUM = "/usr/bin/chromium"
+
+
+class _Handler(http.server.SimpleHTTPRequestHandler):
+    extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map,
+                      ".wasm": "application/wasm", ".mjs": "text/javascript",
+                      ".js": "text/javascript", ".json": "application/json"}
+
+    def log_message(self, *args):
+        pass
+
+    def send_error(self, code, message=None, explain=None):
+        """A missing page gets the site's 404.html, as static hosts serve it."""
+        page = Path(self.directory) / "404.html"
+        if code != 404 or not page.is_file():
+            return super().send_error(code, message, explain)
+        body = page.read_bytes()
+        self.send_response(404)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+
+@pytest.fixture(scope="session")
+def origin(real_site):
+    handler = lambda *a, **k: _Handler(*a, directory=str(real_site.site), **k)  # noqa: E731
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: apt-get install chromium (see .ci/run)")
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield browser
+        browser.close()

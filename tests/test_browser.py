@@ -3,7 +3,6 @@ served from 127.0.0.1: the built site, the real Pyodide, the real engine wheel."
 from __future__ import annotations
 
 import gzip
-import http.server
 import json
 import os
 import tempfile
@@ -15,56 +14,14 @@ import pytest
 from generator.validate import example_text
 
 pytestmark = pytest.mark.browser
-CHROMIUM = "/usr/bin/chromium"
-READY_MS = 90_000
-
-
-class _Handler(http.server.SimpleHTTPRequestHandler):
-    extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map,
-                      ".wasm": "application/wasm", ".mjs": "text/javascript",
-                      ".js": "text/javascript", ".json": "application/json"}
-
-    def log_message(self, *args):
-        pass
-
-    def send_error(self, code, message=None, explain=None):
-        """A missing page gets the site's 404.html, as static hosts serve it."""
-        page = Path(self.directory) / "404.html"
-        if code != 404 or not page.is_file():
-            return super().send_error(code, message, explain)
-        body = page.read_bytes()
-        self.send_response(404)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
-
-
-@pytest.fixture(scope="session")
-def origin(real_site):
-    handler = lambda *a, **k: _Handler(*a, directory=str(real_site.site), **k)  # noqa: E731
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-
-
-@pytest.fixture(scope="session")
-def chromium():
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: apt-get install chromium (see .ci/run)")
-    from playwright.sync_api import sync_playwright
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        yield browser
-        browser.close()
+READY_MS = 90_000   # the `origin` and `chromium` fixtures are in conftest.py
 
 
 @pytest.fixture()
 def page(chromium, origin):
-    context = chromium.new_context(accept_downloads=True)
+    # No service worker here: its first-visit download of the whole site would compete with
+    # Pyodide in every test (tests/test_diagnoser_ux.py tests it, offline).
+    context = chromium.new_context(accept_downloads=True, service_workers="block")
     pg = context.new_page()
     pg.requests = []
     pg.on("request", lambda r: pg.requests.append(r.url))
@@ -120,7 +77,9 @@ def test_two_rank_files_first_failure_is_primary(page, entries, tmp_path):
     collateral = page.locator("[data-testid=collateral] li").evaluate_all(
         "els => els.map(e => e.dataset.entryId)")
     assert "nccl-watchdog-timeout" in collateral
-    assert page.locator("[data-testid=timeline] .fdx-lane").count() == 2
+    # one lane per rank; the cause (rank 3's OOM) is marked in its own lane
+    cause = page.locator("[data-testid=timeline] .fdx-lane", has=page.locator(".fdx-mark[data-role=initiating]"))
+    assert cause.count() == 1 and cause.locator(".fdx-lane-name").inner_text() == "rank 3"
 
 
 def test_empty_and_binary_files_get_a_clear_message(page, tmp_path):
@@ -271,10 +230,12 @@ def test_dropped_flight_recorder_dumps_name_the_suspect_rank(page, root):
     assert suspects.first.get_attribute("data-rank") == "3"
     assert suspects.first.get_attribute("data-kind") == "op-mismatch"
     assert "gloo:broadcast" in suspects.first.inner_text()
-    # suspects come before the diagnosis
-    order = page.evaluate("""() => [...document.querySelector('#fdx-report').children]
-        .map(n => n.dataset.testid || '')""")
-    assert order.index("suspects") < order.index("primary")
+    # the suspects open the report's head, before the failure's name
+    assert page.evaluate("""() => {
+        const s = document.querySelector('[data-testid=suspects]');
+        const h = document.querySelector('[data-testid=primary] h2');
+        return !!(s && h && (s.compareDocumentPosition(h) & Node.DOCUMENT_POSITION_FOLLOWING));
+    }""")
 
 
 # ---------------------------------------------------------------- paste an error, get the entry

@@ -25,9 +25,10 @@ _TORCHRUN = re.compile(r"\[(?:rank(?P<rank>\d{1,5})|(?P<role>[A-Za-z_]\w{0,30}?)
 _ISO = re.compile(r"\[?(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)(?P<tz>Z|[+-]\d\d:?\d\d)?\]?[ |,:-]*")
 _SYSLOG = re.compile(r"(?P<mon>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +(?P<day>\d{1,2}) "
                      r"(?P<time>\d\d:\d\d:\d\d) (?P<host>[\w.-]+) (?:[\w./-]{1,64}(?:\[\d+\])?: )?")
-# glog / c10d: "E1202 10:11:12.345678 4242 file.cpp:123] " or bracketed "[W1202 10:11:12.309 ...]"
+# glog / c10d: "E1202 10:11:12.345678 4242 file.cpp:123] ", bracketed "[W1202 10:11:12.309 ...]",
+# and PyTorch 2.x's c10 form without a PID: "[rank0]:[E1202 10:11:12.345678000 ProcessGroupNCCL.cpp:616] "
 _GLOG = re.compile(r"\[?(?P<level>[IWEF])(?P<mm>\d\d)(?P<dd>\d\d) (?P<time>\d\d:\d\d:\d\d\.\d+) +"
-                   r"(?P<pid>\d+) (?P<file>[^\s:\]]+):(?P<line>\d+)\] ?")
+                   r"(?:(?P<pid>\d+) +)?(?P<file>[^\s:\]]+):(?P<line>\d+)\] ?")
 # docker compose: "trainer-1  | text" (service name, replica number, padding, a bar)
 _COMPOSE = re.compile(r"(?P<service>[a-z][\w.-]{0,62}?)[-_](?P<replica>\d{1,3}) {1,40}\| ")
 _NCCL = re.compile(r"(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] NCCL ")
@@ -101,7 +102,8 @@ def parse_prefix(text: str) -> tuple[dict, str]:
         if m:
             if "ts" not in meta:
                 meta["ts"] = _day_epoch(int(m.group("mm")), int(m.group("dd")), m.group("time"))
-            meta["pid"] = int(m.group("pid"))
+            if m.group("pid"):
+                meta["pid"] = int(m.group("pid"))
             meta["level"] = m.group("level")
             rest = rest[m.end():]
             continue

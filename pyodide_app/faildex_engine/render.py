@@ -122,7 +122,31 @@ def _fence(text: str) -> str:
     return "`" * max(3, longest + 1)
 
 
+# Fact keys as a reader says them (the report keeps the keys; pages and tickets show these).
+FACT_LABELS = {
+    "cuda_version": "CUDA version", "cudnn_version": "cuDNN version", "nccl_version": "NCCL version",
+    "driver_version": "NVIDIA driver version", "pytorch_version": "PyTorch version",
+    "python_version": "Python version", "deepspeed_version": "DeepSpeed version",
+    "vllm_version": "vLLM version", "transformers_version": "Transformers version",
+    "nproc_per_node": "processes per node", "nnodes": "nodes", "world_size": "world size",
+    "rdzv_backend": "rendezvous backend", "rdzv_endpoint": "rendezvous endpoint",
+    "max_restarts": "max restarts", "timeout_ms": "timeout (ms)", "timeout_s": "timeout (s)",
+    "exitcode": "exit code", "exit_code": "exit code", "launch_command": "launch command",
+    "initiating_log": "the log of the rank that failed first", "hosts": "hosts", "ranks": "ranks seen",
+}
+VERSION_FACTS = ("pytorch_version", "cuda_version", "cudnn_version", "nccl_version", "driver_version",
+                 "python_version", "deepspeed_version", "vllm_version", "transformers_version")
+LAUNCH_FACTS = ("launcher", "nnodes", "nproc_per_node", "world_size", "rdzv_backend", "rdzv_endpoint",
+                "max_restarts")
+
+
+def fact_label(key: str) -> str:
+    return FACT_LABELS.get(key) or key.replace("_", " ")
+
+
 def to_markdown(report: dict, redact_it: bool = False, site: str = SITE) -> str:
+    """A support ticket: the error, then only what the log says that bears on it (versions
+    and launch facts it holds, the failing rank), and the facts the entry needs to decide."""
     p = report["primary"]
     facts = report["facts"]
     lines: list[str] = []
@@ -148,14 +172,14 @@ def to_markdown(report: dict, redact_it: bool = False, site: str = SITE) -> str:
         lines += [f, block, f, ""]
     else:
         lines += ["(no error line found)", ""]
-    lines += ["### Environment", "", "| | |", "|---|---|"]
-    for k in ("pytorch_version", "cuda_version", "cudnn_version", "nccl_version", "driver_version",
-              "python_version", "deepspeed_version", "vllm_version", "transformers_version"):
-        lines.append(f"| {k.replace('_', ' ')} | {_md_cell(facts.get(k, 'not in the log'))} |")
-    launch = [f"{k}={facts[k]}" for k in ("launcher", "nnodes", "nproc_per_node", "world_size",
-                                          "rdzv_backend", "rdzv_endpoint", "max_restarts") if k in facts]
-    lines.append(f"| launcher | {_md_cell(' '.join(launch) or 'not in the log')} |")
-    lines.append("")
+    known = [(fact_label(k), facts[k]) for k in VERSION_FACTS if facts.get(k)]
+    launch = [f"{k}={facts[k]}" for k in LAUNCH_FACTS if facts.get(k)]
+    if launch:
+        known.append(("launcher", " ".join(launch)))
+    if known:
+        lines += ["### Environment", "", "| | |", "|---|---|"]
+        lines += [f"| {name} | {_md_cell(value)} |" for name, value in known]
+        lines.append("")
     if facts.get("launch_command"):
         f = _fence(facts["launch_command"])
         lines += ["### Launch command", "", f + "sh", facts["launch_command"], f, ""]
@@ -179,9 +203,10 @@ def to_markdown(report: dict, redact_it: bool = False, site: str = SITE) -> str:
                                                         if c.get("ranks") else ""))
         lines.append("")
     if report["missing"]:
-        lines += ["### Not in the log", ""]
+        lines += ["### Needed to decide, not in the log", ""]
         for m in report["missing"]:
-            lines.append(f"- {m['fact']}: {_md_inline(m['why'])}")
+            how = f" (`{m['how']}`)" if m.get("how") and "`" not in m["how"] else ""
+            lines.append(f"- {_md_inline(fact_label(m['fact']))}: {_md_inline(m['why'])}{how}")
         lines.append("")
     lines += ["### Reproducibility and what was tried", "",
               "- Reproducible on the same nodes: _yes / no / not tried_",

@@ -14,7 +14,7 @@ function el(tag, attrs = {}, ...children) {
     else node.setAttribute(k, v);
   }
   for (const c of children.flat()) {
-    if (c === null || c === undefined) continue;
+    if (c === null || c === undefined || c === false) continue;
     node.append(c instanceof Node ? c : document.createTextNode(String(c)));
   }
   return node;
@@ -22,18 +22,136 @@ function el(tag, attrs = {}, ...children) {
 
 const entryLink = (id, url, label) => el("a", { href: new URL(url, SITE).href }, label || id);
 const mb = (n) => (n / 1e6).toFixed(n < 1e7 ? 1 : 0);
+const plural = (n, one, many = one + "s") => `${n} ${n === 1 ? one : many}`;
 
 let worker = null;
 let ready = false;
+let queued = false;         // Diagnose pressed while the engine was still loading
+let busy = false;
 let lastReport = null;
 let lastMarkdown = "";
 let lastShare = "";
+let lastExcerpt = "";
+let labels = {};            // fact key -> words (from the engine: render.fact_label)
+let categories = {};        // nearest entry id -> its category (where a new entry goes)
+let manifest = {};
+let droppedFiles = [];
+let lastTouched = "text";   // the input changed last: it wins when both are filled in
+let runSource = null;       // what the running diagnosis reads: {kind, text}
+
+// ---------------------------------------------------------------- words for the report
+
+// Confidence bands: the engine's own when it gives one, else from the number.
+const BANDS = {
+  certain: { word: "Certain", say: "The log matches this failure's defining message." },
+  likely: { word: "Likely", say: "The log fits this failure best, but not beyond doubt." },
+  guess: { word: "A guess", say: "Not sure: the log fits the failures below about as well." },
+};
+const UNSURE_BELOW = 0.5;
+function bandOf(x) {
+  if (x.band && BANDS[x.band]) return x.band;
+  return x.confidence >= 0.8 ? "certain" : x.confidence >= UNSURE_BELOW ? "likely" : "guess";
+}
+const label = (key) => labels[key] || key.replace(/_/g, " ");
+
+// Ranks as ranges ("0-5, 7, 9-511"): complete, or the first ranges and "and N more".
+function rankText(nums, maxParts = 12) {
+  const sorted = [...new Set(nums)].sort((a, b) => a - b);
+  const parts = [];
+  for (let i = 0; i < sorted.length; i++) {
+    let j = i;
+    while (j + 1 < sorted.length && sorted[j + 1] === sorted[j] + 1) j++;
+    parts.push({ text: i === j ? `${sorted[i]}` : `${sorted[i]}-${sorted[j]}`, n: j - i + 1 });
+    i = j;
+  }
+  if (parts.length <= maxParts) return parts.map((p) => p.text).join(", ");
+  const rest = parts.slice(maxParts).reduce((n, p) => n + p.n, 0);
+  return parts.slice(0, maxParts).map((p) => p.text).join(", ") + ` and ${rest} more`;
+}
+
+function where(f) {
+  if (!f) return "";
+  const bits = [];
+  if (f.rank !== undefined && f.rank !== null) bits.push(`rank ${f.rank}`);
+  if (f.host) bits.push(`host ${f.host}`);
+  bits.push(`${f.source}:${f.line}`);
+  return bits.join(" · ");
+}
+
+// ---------------------------------------------------------------- status and state
 
 function setStatus(text, kind = "") {
   const s = $("#fdx-status");
   s.textContent = text;
   s.dataset.state = kind;
 }
+
+function readyText() {
+  return "Ready. Your logs stay on this machine.";
+}
+
+function resetProgress() {
+  const bar = $("[data-testid=progress]");
+  bar.value = 0;
+  bar.max = 1;
+  $("#fdx-progress-text").textContent = "";
+}
+
+function clearReport() {
+  $("#fdx-report").replaceChildren();
+  lastReport = null;
+  lastMarkdown = lastShare = lastExcerpt = "";
+  if (location.hash.startsWith("#share=")) history.replaceState(null, "", location.pathname + location.search);
+}
+
+function chosenFiles() {
+  return Array.from($("[data-testid=file-input]").files || []).concat(droppedFiles);
+}
+
+// Pasted text and files are two inputs: one of them is diagnosed, and the page says which.
+function source() {
+  const text = $("[data-testid=log-input]").value;
+  const files = chosenFiles();
+  const hasText = text.trim() !== "";
+  const both = hasText && files.length > 0;
+  const kind = both ? lastTouched : hasText ? "text" : files.length ? "files" : null;
+  return { kind, both, text, files };
+}
+
+function describe(src) {
+  if (src.kind === "text") {
+    const lines = src.text.split("\n").filter((l) => l.trim()).length;
+    return `the pasted text (${plural(lines, "line")})`;
+  }
+  if (src.kind === "files") {
+    const names = src.files.map((f) => f.name);
+    const shown = names.slice(0, 4).join(", ") + (names.length > 4 ? ` and ${names.length - 4} more` : "");
+    return `${plural(names.length, "file")} (${shown})`;
+  }
+  return "";
+}
+
+function showSource() {
+  const src = source();
+  const choice = $("[data-testid=source-choice]");
+  choice.hidden = !src.both;
+  if (src.both) choice.querySelector(`input[value=${src.kind}]`).checked = true;
+  $("#fdx-files").textContent = src.files.map((f) => `${f.name} (${mb(f.size)} MB)`).join(", ");
+  for (const box of document.querySelectorAll(".fdx-input")) {
+    box.dataset.active = String(box.dataset.source === src.kind);
+  }
+  const other = src.both ? (src.kind === "text" ? " The chosen files are not used." : " The pasted text is not used.") : "";
+  $("[data-testid=using]").textContent = src.kind ? `Will diagnose ${describe(src)}.${other}` : "";
+}
+
+function setDiagnoseButton() {
+  const b = $("[data-testid=diagnose]");
+  b.disabled = busy;
+  b.textContent = queued ? "Queued…" : "Diagnose";
+  b.setAttribute("aria-busy", String(busy || queued));
+}
+
+// ---------------------------------------------------------------- worker
 
 function startWorker() {
   worker = new Worker(new URL("worker.js", HERE), { type: "module" });
@@ -44,11 +162,18 @@ function startWorker() {
 function onWorker(msg) {
   if (msg.type === "ready") {
     ready = true;
-    setStatus(`Ready (engine loaded in ${(msg.ms / 1000).toFixed(1)} s). Your logs stay on this machine.`, "ready");
-    $("[data-testid=diagnose]").disabled = false;
+    $("#fdx-status").dataset.readyMs = msg.ms;
+    if (queued) {
+      queued = false;
+      run();
+    } else {
+      setStatus(readyText(), "ready");
+      setDiagnoseButton();
+    }
   } else if (msg.type === "workers") {
     $("#fdx-status").dataset.workers = msg.ready;   // Pyodide workers ready to share a large file
   } else if (msg.type === "progress") {
+    if (!busy) return;   // a message sent before Cancel or Clear reached the worker
     const bar = $("[data-testid=progress]");
     bar.max = msg.total || 1;
     bar.value = msg.done;
@@ -57,19 +182,27 @@ function onWorker(msg) {
     $("#fdx-progress-text").textContent =
       `${mb(msg.done)} / ${mb(msg.total)} MB · ${mb(rate)} MB/s · ${left.toFixed(0)} s left · ${msg.file}`;
   } else if (msg.type === "report") {
+    if (!busy) return;
     finishRun();
     lastReport = msg.report;
     lastMarkdown = msg.markdown;
     lastShare = msg.share;
+    lastExcerpt = msg.excerpt || "";
+    labels = msg.labels || {};
+    categories = msg.categories || {};
     const rate = msg.bytes / Math.max(msg.seconds, 1e-3);
     $("#fdx-progress-text").textContent =
       `${mb(msg.bytes)} MB in ${msg.seconds.toFixed(2)} s (${mb(rate)} MB/s)`;
-    $("[data-testid=progress]").dataset.mbps = (rate / 1e6).toFixed(1);
-    $("[data-testid=progress]").dataset.engineSeconds = (msg.engineSeconds || 0).toFixed(3);
-    $("[data-testid=progress]").dataset.workers = msg.workers || 1;
-    renderReport(msg.report, false);
+    const bar = $("[data-testid=progress]");
+    bar.max = 1;
+    bar.value = 1;
+    bar.dataset.mbps = (rate / 1e6).toFixed(1);
+    bar.dataset.engineSeconds = (msg.engineSeconds || 0).toFixed(3);
+    bar.dataset.workers = msg.workers || 1;
+    renderReport(msg.report, { source: runSource });
   } else if (msg.type === "cancelled") {
     finishRun();
+    resetProgress();
     setStatus("Cancelled. Nothing was kept.", "cancelled");
   } else if (msg.type === "error") {
     finishRun();
@@ -78,32 +211,64 @@ function onWorker(msg) {
 }
 
 function finishRun() {
+  busy = false;
   $("[data-testid=cancel]").disabled = true;
-  $("[data-testid=diagnose]").disabled = !ready;
+  setDiagnoseButton();
 }
-
-function collectInputs() {
-  const files = Array.from($("[data-testid=file-input]").files || []).concat(droppedFiles);
-  const inputs = files.map((f) => ({ name: f.name, file: f }));
-  const text = $("[data-testid=log-input]").value;
-  if (text.trim()) inputs.push({ name: "pasted.log", text });
-  return inputs;
-}
-
-let droppedFiles = [];
 
 function run() {
-  const inputs = collectInputs();
-  if (!inputs.length) {
+  if (busy) return;
+  const src = source();
+  if (!src.kind) {
+    queued = false;
+    setDiagnoseButton();
     setStatus("Paste a log or choose files first.", "error");
     return;
   }
-  $("#fdx-report").replaceChildren();
-  $("[data-testid=progress]").value = 0;
+  if (!ready) {
+    queued = true;
+    setDiagnoseButton();
+    setStatus("Queued: the diagnosis starts as soon as the engine has loaded.", "queued");
+    return;
+  }
+  const inputs = src.kind === "text" ? [{ name: "pasted.log", text: src.text }]
+    : src.files.map((f) => ({ name: f.name, file: f }));
+  runSource = { kind: src.kind, text: describe(src) };
+  clearReport();
+  resetProgress();
+  busy = true;
   $("[data-testid=cancel]").disabled = false;
-  $("[data-testid=diagnose]").disabled = true;
-  setStatus(`Diagnosing ${inputs.length} input${inputs.length > 1 ? "s" : ""}…`, "busy");
+  setDiagnoseButton();
+  setStatus(`Diagnosing ${describe(src)}…`, "busy");
   worker.postMessage({ type: "scan", inputs });
+}
+
+function cancel() {
+  if (queued) {
+    queued = false;
+    setDiagnoseButton();
+    setStatus("Cancelled before it started.", "cancelled");
+    return;
+  }
+  if (busy) worker.postMessage({ type: "cancel" });
+}
+
+function clearAll() {
+  if (busy) worker.postMessage({ type: "cancel" });
+  queued = false;
+  droppedFiles = [];
+  $("[data-testid=file-input]").value = "";
+  $("[data-testid=log-input]").value = "";
+  $("[data-testid=example]").value = "";
+  lastTouched = "text";
+  clearReport();
+  resetProgress();
+  busy = false;
+  $("[data-testid=cancel]").disabled = true;
+  setDiagnoseButton();
+  showSource();
+  setStatus(ready ? `Cleared. ${readyText()}` : "Cleared. Loading the diagnoser…", ready ? "ready" : "loading");
+  $("[data-testid=log-input]").focus();
 }
 
 // ---------------------------------------------------------------- report
@@ -112,152 +277,355 @@ function section(title, ...children) {
   return el("section", { class: "fdx-section" }, el("h3", { text: title }), ...children);
 }
 
+function badge(band) {
+  return el("span", { class: `fdx-badge fdx-badge--${band}`, "data-testid": "band" }, BANDS[band].word);
+}
+
+function copyButton(text, what, testid) {
+  const b = el("button", { type: "button", class: "md-button fdx-copy", "data-testid": testid }, `Copy ${what}`);
+  b.onclick = () => copyText(text, b, what);
+  return b;
+}
+
+async function copyText(text, button, what) {
+  let ok = true;
+  try { await navigator.clipboard.writeText(text); } catch { ok = false; }
+  confirmDone(button, ok ? `Copied ${what}` : `Select and copy the ${what} (the browser refused the clipboard)`);
+  return ok;
+}
+
+// A short confirmation on the button itself and in the live status line.
+function confirmDone(button, words) {
+  const before = button.dataset.label || button.textContent;
+  button.dataset.label = before;
+  button.textContent = `✓ ${words}`;
+  button.dataset.confirmed = "true";
+  setStatus(`${words}.`, "done");
+  clearTimeout(button.restore);
+  button.restore = setTimeout(() => { button.textContent = before; delete button.dataset.confirmed; }, 4000);
+}
+
+function nextAction(na) {
+  if (!na) return null;
+  const box = el("div", { class: "fdx-next", "data-testid": "next-action" },
+    el("p", {}, el("strong", { text: "Next: " }), na.do));
+  if (na.command) {
+    box.append(el("pre", {}, el("code", { "data-testid": "next-command", text: na.command })),
+      copyButton(na.command, "command", "copy-command"));
+  }
+  return box;
+}
+
+function altCard(a) {
+  const band = bandOf(a);
+  return el("article", { class: `fdx-card fdx-band-${band}`, "data-entry-id": a.id },
+    el("p", {}, badge(band), ` confidence ${a.confidence.toFixed(2)}`),
+    el("h4", {}, entryLink(a.id, a.url, a.title)),
+    a.why ? el("p", { class: "fdx-why", text: a.why }) : null);
+}
+
+function head(r, opts) {
+  const p = r.primary;
+  const band = p ? bandOf(p) : r.unmatched ? "none" : "clean";
+  const box = el("section", {
+    class: `fdx-head fdx-band-${band}`, "data-testid": "primary", "data-entry-id": p ? p.id : "",
+    "data-band": band, tabindex: "-1", "aria-labelledby": "fdx-head-title",
+  });
+  // The rank or host that stopped the others: filled by renderSuspects (report.suspects).
+  const suspects = el("div", { class: "fdx-suspects", "data-testid": "suspects-slot" });
+  box.append(suspects);
+  if (typeof renderSuspects === "function") renderSuspects(r, suspects);  // eslint-disable-line no-undef
+  if (p) {
+    box.append(
+      el("p", { class: "fdx-verdict" }, badge(band), " ",
+        el("span", { "data-testid": "confidence" }, `${BANDS[band].say} (confidence ${p.confidence.toFixed(2)})`)),
+      el("h2", { id: "fdx-head-title" }, entryLink(p.id, p.url, p.title)));
+    if (p.first_seen) box.append(el("p", { class: "fdx-where", "data-testid": "where" }, el("strong", { text: "First seen: " }), where(p.first_seen)));
+    if (p.why) box.append(el("p", { class: "fdx-why", "data-testid": "why" }, el("strong", { text: "Why: " }), p.why));
+    if (band === "guess") {
+      const alts = (r.alternatives || []).slice(0, 2);
+      box.append(el("p", { class: "fdx-unsure", "data-testid": "not-sure" },
+        el("strong", { text: "Not sure. " }),
+        alts.length ? "Compare the candidates side by side; the entry pages say how to tell them apart."
+          : "Only this entry matched, and only weakly: read its page and check that it fits."));
+      box.append(el("div", { class: "fdx-compare", "data-testid": "compare" }, [p, ...alts].map(altCard)));
+    }
+    box.append(nextAction(r.next_action));
+  } else if (r.unmatched) {
+    box.append(...unmatchedHead(r));
+  } else {
+    box.append(el("h2", { id: "fdx-head-title", text: "No known failure and no error line found" }),
+      el("p", { text: "None of the known failures appears in this input, and no line looks like an error. "
+        + "If the job failed, the cause may be in another rank's log or in the scheduler's." }));
+  }
+  if (opts.source) box.append(el("p", { class: "fdx-from", "data-testid": "used" }, `Diagnosed ${opts.source.text}.`));
+  return box;
+}
+
+function errorLine(title, f) {
+  if (!f) return null;
+  return el("div", { class: "fdx-errline" }, el("p", {}, el("strong", { text: title }), ` ${where(f)}`),
+    el("pre", {}, el("code", { text: f.text })));
+}
+
+// Nothing matched: the error lines, the nearest entries, a search, and a new entry.
+function unmatchedHead(r) {
+  const u = r.unmatched;
+  const out = [el("h2", { id: "fdx-head-title", text: "No known failure matched, but the log holds errors" }),
+    el("p", { text: `faildex does not know this failure yet (${plural(u.error_lines || 0, "error line")} found). Start from these:` })];
+  out.push(el("div", { "data-testid": "unmatched" },
+    errorLine("First error:", u.first_error), errorLine("Last exception:", u.last_exception)));
+  if (u.nearest && u.nearest.length) {
+    out.push(el("p", { "data-testid": "nearest" }, el("strong", { text: "Nearest entries: " }),
+      ...u.nearest.flatMap((n, i) => [i ? ", " : "", entryLink(n.id, n.url, n.title)])));
+  }
+  const probe = (u.last_exception || u.first_error || { text: "" }).text;
+  const words = probe.replace(/^.*?(\w+(?:Error|Exception)\b)/, "$1").slice(0, 80);
+  const search = new URL("errors/", SITE);
+  search.searchParams.set("text", words.split(/[:(]/)[0].trim() || words);
+  const actions = el("p", { class: "fdx-actions" },
+    el("a", { class: "md-button", href: search.href, "data-testid": "search-error" }, "Search the error index"));
+  const add = newEntryLink(u);
+  if (add) actions.append(add);
+  out.push(actions);
+  return out;
+}
+
+function kebab(text) {
+  return text.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-+|-+$/g, "").split("-").slice(0, 6).join("-") || "new-failure";
+}
+
+// GitHub's web editor, with entries/<category>/<id>.yaml prefilled from `faildex new`'s
+// skeleton and the redacted error lines as the first example.
+function newEntryLink(u) {
+  const target = manifest.new_entry;
+  if (!target) return null;
+  const probe = (u.last_exception || u.first_error || { text: "" }).text;
+  const name = kebab((probe.match(/(\w+(?:Error|Exception))/) || [probe])[0]);
+  const near = (u.nearest || []).map((n) => categories[n.id]).find((c) => target.categories.includes(c));
+  const category = near || target.categories[0];
+  const log = (lastExcerpt || probe).split("\n").map((l) => "      " + l).join("\n");
+  const yaml = target.template.replace("{id}", name).replace("{category}", category)
+    .replace("      TODO paste the log as printed", log)
+    .replace('TODO "reproduced: <how>" or the URL of the report', "TODO where this log came from (redacted by the faildex diagnoser)");
+  const url = new URL(`${target.url}${category}`);
+  url.searchParams.set("filename", `${name}.yaml`);
+  url.searchParams.set("value", yaml);
+  return el("a", { class: "md-button md-button--primary", href: url.href, target: "_blank", rel: "noopener",
+    "data-testid": "add-entry" }, "Add this failure to faildex");
+}
+
 function evidenceBlock(e) {
-  const where = `${e.source}:${e.line}` + (e.rank !== undefined && e.rank !== null ? ` · rank ${e.rank}` : "")
-    + (e.host ? ` · ${e.host}` : "");
   const pre = el("pre", { class: "fdx-evidence" });
   for (const b of e.before || []) pre.append(el("span", { class: "fdx-ctx", text: b + "\n" }));
   pre.append(el("mark", { text: e.text }));
   for (const a of e.after || []) pre.append(el("span", { class: "fdx-ctx", text: "\n" + a }));
+  const role = { initiating: "cause", alternative: "alternative", collateral: "consequence" }[e.role] || e.role;
   return el("div", { class: `fdx-ev fdx-${e.role}`, "data-role": e.role },
-    el("div", { class: "fdx-ev-head" }, el("b", { text: e.role }), " ", where, " ",
+    el("p", { class: "fdx-ev-head" }, el("strong", { text: role }), ` · ${where(e)} · `,
       e.entry && e.url ? entryLink(e.entry, e.url, e.entry) : ""),
     pre);
 }
 
-function timeline(report) {
-  const items = report.timeline || [];
-  if (!items.length) return null;
-  const lanes = new Map();
-  const byRank = report.inputs.length === 1 && items.some((t) => t.rank !== undefined);
-  for (const t of items) {
-    const key = byRank && t.rank !== undefined ? `rank ${t.rank}` : t.source;
-    if (!lanes.has(key)) lanes.set(key, []);
-    lanes.get(key).push(t);
+// ---------------------------------------------------------------- timeline
+
+const ROLE_WORDS = { initiating: "first failure (the cause)", alternative: "another candidate",
+  collateral: "consequence on another rank", other: "other match" };
+const MAX_LANES = 8;
+const clock = (t) => new Date(t * 1000).toISOString().slice(11, 19);
+
+function laneKey(t, oneInput) {
+  if (t.rank !== undefined && t.rank !== null) return `rank ${t.rank}`;
+  return oneInput ? "the log" : t.source;
+}
+
+// Many ranks fold into one lane per host; lanes with a cause or a candidate stay apart.
+function foldLanes(lanes) {
+  if (lanes.length <= MAX_LANES) return lanes;
+  const odd = lanes.filter((l) => l.items.some((t) => t.role === "initiating" || t.role === "alternative"));
+  const groups = new Map();
+  for (const l of lanes) {
+    if (odd.includes(l)) continue;
+    const host = l.items.find((t) => t.host)?.host || "";
+    if (!groups.has(host)) groups.set(host, []);
+    groups.get(host).push(l);
   }
-  const allTs = items.every((t) => typeof t.ts === "number");
-  const pos = (t) => (allTs ? t.ts : t.line);
-  const lo = Math.min(...items.map(pos));
-  const hi = Math.max(...items.map(pos));
-  const wrap = el("div", { class: "fdx-timeline", "data-testid": "timeline" });
-  for (const [name, list] of [...lanes.entries()].sort()) {
-    const suspect = (report.suspects || []).some((s) => name === `rank ${s.rank}`);
-    const lane = el("div", { class: suspect ? "fdx-lane fdx-suspect" : "fdx-lane" },
-      el("span", { class: "fdx-lane-name", text: suspect ? `${name} (suspect)` : name }));
+  const folded = [...groups.entries()].map(([host, ls]) => {
+    const ranks = ls.map((l) => l.rank).filter((r) => r !== undefined);
+    const who = ranks.length === ls.length ? `ranks ${rankText(ranks, 3)}` : plural(ls.length, "input");
+    return { name: `${host ? host + " · " : ""}${plural(ls.length, "rank")} (${who})`, folded: ls.length,
+      items: ls.flatMap((l) => l.items) };
+  });
+  return [...odd, ...folded];
+}
+
+function timeline(r) {
+  const items = (r.timeline || []).map((t) => ({ ...t, time: t.ts ?? t.ts_inherited }));
+  if (!items.length) return null;
+  const byTime = items.every((t) => typeof t.time === "number");
+  const oneInput = (r.inputs || []).length <= 1;
+  const lanesByKey = new Map();
+  for (const t of items) {
+    const key = laneKey(t, oneInput);
+    if (!lanesByKey.has(key)) lanesByKey.set(key, { name: key, rank: t.rank ?? undefined, items: [] });
+    lanesByKey.get(key).items.push(t);
+  }
+  // Lines are comparable only within one file: without times, each file is its own scale.
+  const pos = (t) => (byTime ? t.time : t.line);
+  const span = (list) => [Math.min(...list.map(pos)), Math.max(...list.map(pos))];
+  const first = (l) => Math.min(...l.items.map((t) => (byTime ? t.time : 0)));
+  const lanes = foldLanes([...lanesByKey.values()].sort((a, b) =>
+    (first(a) - first(b)) || a.name.localeCompare(b.name, undefined, { numeric: true })));
+  const [lo, hi] = span(items);
+  const wrap = el("div", { class: "fdx-timeline", "data-testid": "timeline", "data-scale": byTime ? "time" : "line" });
+  for (const lane of lanes) {
+    const [llo, lhi] = byTime ? [lo, hi] : span(lane.items);
+    const row = el("div", { class: "fdx-lane" + (lane.folded ? " fdx-lane--folded" : ""), "data-folded": lane.folded || null },
+      el("span", { class: "fdx-lane-name", title: lane.name, text: lane.name }));
     const track = el("div", { class: "fdx-track" });
-    for (const t of list) {
-      const x = hi > lo ? ((pos(t) - lo) / (hi - lo)) * 100 : 0;
+    for (const t of lane.items.sort((a, b) => (a.role === "initiating") - (b.role === "initiating"))) {
+      const x = lhi > llo ? ((pos(t) - llo) / (lhi - llo)) * 100 : 0;
       const mark = el("span", {
-        class: `fdx-mark fdx-${t.role}`, title: `${t.entry} · ${t.source}:${t.line}`,
-        "data-role": t.role,
+        class: `fdx-mark fdx-${t.role}`, "data-role": t.role, "data-x": x.toFixed(2),
+        title: `${ROLE_WORDS[t.role] || t.role}: ${t.entry} · ${where(t)}${byTime ? " · " + clock(t.time) : ""}`,
       });
       mark.style.left = `${x.toFixed(2)}%`;
       track.append(mark);
     }
-    lane.append(track);
-    wrap.append(lane);
+    row.append(track);
+    wrap.append(row);
   }
-  return section(allTs ? "Timeline (by time)" : "Timeline (by line; the inputs carry no timestamps)", wrap);
+  if (byTime) {
+    const axis = el("div", { class: "fdx-axis", "data-testid": "axis", "aria-hidden": "true" }, el("span", { class: "fdx-lane-name" }));
+    const ticks = el("div", { class: "fdx-ticks" });
+    for (const f of hi > lo ? [0, 0.5, 1] : [0]) {
+      const t = lo + f * (hi - lo);
+      const tick = el("span", { class: "fdx-tick", text: f === 0 ? `${clock(t)} UTC` : `+${fmtSpan(t - lo)}` });
+      tick.style.left = `${f * 100}%`;
+      ticks.append(tick);
+    }
+    axis.append(ticks);
+    wrap.append(axis);
+  }
+  const roles = [...new Set(items.map((t) => t.role))];
+  const legend = el("ul", { class: "fdx-legend", "data-testid": "legend" },
+    ["initiating", "alternative", "collateral", "other"].filter((x) => roles.includes(x)).map((role) =>
+      el("li", {}, el("span", { class: `fdx-swatch fdx-${role}`, "aria-hidden": "true" }), ROLE_WORDS[role])));
+  const cause = items.find((t) => t.role === "initiating");
+  const story = cause && byTime
+    ? `The first failure is at ${clock(cause.time)} UTC (${where(cause)}); ${plural(items.filter((t) => t.role === "collateral").length, "consequence")} follow.`
+    : null;
+  const title = byTime ? "Timeline" : "Timeline (by line within each file: the logs carry no timestamps, so files are not ordered against each other)";
+  return section(title, story ? el("p", { "data-testid": "story", text: story }) : null, wrap, legend);
 }
 
 // Which rank stopped the others (report.suspects): shown first, with the host to drain.
-function renderSuspects(r) {
+function renderSuspects(r, slot) {
   const list = r.suspects || [];
   if (!list.length) return null;
-  return el("section", { class: "fdx-section fdx-suspects", "data-testid": "suspects" },
+  return slot.append(el("section", { class: "fdx-section fdx-suspects", "data-testid": "suspects" },
     el("h3", { text: "Suspect ranks" }),
     el("ul", {}, list.map((s) => el("li", { "data-rank": s.rank, "data-kind": s.kind },
       el("b", { text: `rank ${s.rank}` }), s.host ? ` on ${s.host}` : "", " · ",
       el("code", { text: s.kind }), ` · ${s.why}`,
       s.evidence && s.evidence.length
         ? el("ul", {}, s.evidence.slice(0, 3).map((e) => el("li", {}, `${e.source}:${e.line} `, el("code", { text: e.text }))))
-        : null))));
+        : null)))));
 }
 
-function renderReport(r, shared) {
+function fmtSpan(s) {
+  if (s < 1) return `${(s * 1000).toFixed(0)} ms`;
+  if (s < 120) return `${s.toFixed(s < 10 ? 1 : 0)} s`;
+  if (s < 7200) return `${(s / 60).toFixed(1)} min`;
+  if (s < 172800) return `${(s / 3600).toFixed(1)} h`;
+  return `${(s / 86400).toFixed(1)} days`;
+}
+
+// ---------------------------------------------------------------- the whole report
+
+function renderReport(r, opts = {}) {
   const out = $("#fdx-report");
   out.replaceChildren();
-  if (shared) out.append(el("p", { class: "fdx-shared", text: "Shared report (redacted). The logs themselves were never uploaded." }));
+  if (opts.shared) out.append(el("p", { class: "fdx-shared", text: "Shared report (redacted). The logs themselves were never uploaded." }));
   const notes = (r.inputs || []).filter((i) => i.messages && i.messages.length);
   if (notes.length) {
     out.append(el("div", { class: "fdx-notes", "data-testid": "notes" },
       notes.map((i) => el("p", { text: `${i.name}: ${i.messages.join("; ")}` }))));
   }
-  const suspects = renderSuspects(r);
-  if (suspects) out.append(suspects);
-  const p = r.primary;
-  const prim = el("div", { class: "fdx-primary", "data-testid": "primary", "data-entry-id": p ? p.id : "" });
-  if (p) {
-    prim.append(
-      el("h2", {}, entryLink(p.id, p.url, p.title)),
-      el("p", { class: "fdx-conf" }, el("b", { text: `confidence ${p.confidence.toFixed(2)}` }), " · ", p.why || ""),
-    );
-  } else if (r.unmatched) {
-    prim.append(el("h2", { text: "No known failure matched, but the log holds errors" }));
-    const u = r.unmatched;
-    if (u.first_error) prim.append(el("p", {}, el("b", { text: "First error: " }), `${u.first_error.source}:${u.first_error.line} `, el("code", { text: u.first_error.text })));
-    if (u.last_exception) prim.append(el("p", {}, el("b", { text: "Last exception: " }), `${u.last_exception.source}:${u.last_exception.line} `, el("code", { text: u.last_exception.text })));
-    if (u.nearest && u.nearest.length) {
-      prim.append(el("p", {}, "Nearest entries: ", ...u.nearest.flatMap((n, i) => [i ? ", " : "", entryLink(n.id, n.url, n.title)])));
-    }
-  } else {
-    prim.append(el("h2", { text: "No failure found" }),
-      el("p", { text: "None of the known failures appears in these logs, and no error line was found." }));
-  }
-  out.append(prim);
-  if (r.next_action) {
-    out.append(section("Next action", el("p", { text: r.next_action.do }),
-      r.next_action.command ? el("pre", {}, el("code", { text: r.next_action.command })) : null));
-  }
+  const top = head(r, opts);
+  out.append(top);
   const tl = timeline(r);
   if (tl) out.append(tl);
   if (r.evidence && r.evidence.length) out.append(section("Evidence", r.evidence.map(evidenceBlock)));
-  if (r.alternatives && r.alternatives.length) {
-    out.append(section("Alternatives", el("ul", { "data-testid": "alternatives" }, r.alternatives.map((a) =>
-      el("li", { "data-entry-id": a.id }, entryLink(a.id, a.url, a.title), ` · ${a.confidence.toFixed(2)}`, a.why ? ` · ${a.why}` : "")))));
+  const p = r.primary;
+  const alts = (r.alternatives || []).slice(p && bandOf(p) === "guess" ? 2 : 0);
+  if (alts.length) {
+    out.append(section(p && bandOf(p) === "guess" ? "Other candidates" : "Alternatives",
+      el("ul", { class: "fdx-alts", "data-testid": "alternatives" }, alts.map((a) =>
+        el("li", { "data-entry-id": a.id }, badge(bandOf(a)), " ", entryLink(a.id, a.url, a.title),
+          ` · confidence ${a.confidence.toFixed(2)}`, a.why ? el("span", { class: "fdx-why", text: ` · ${a.why}` }) : null)))));
   }
   if (r.collateral && r.collateral.length) {
-    out.append(section("Collateral (consequences, not causes)", el("ul", { "data-testid": "collateral" }, r.collateral.map((c) =>
-      el("li", { "data-entry-id": c.id }, entryLink(c.id, c.url, c.title), ` ×${c.count}`, c.ranks && c.ranks.length ? ` · ranks ${c.ranks.join(",")}` : "")))));
+    // Who reported it: the ranks, else the files (the engine's count is of matching lines,
+    // several per report, so it is not shown as a number of reports).
+    const files = (id) => new Set((r.timeline || []).filter((t) => t.entry === id).map((t) => t.source)).size;
+    out.append(section("Consequences (not causes)", el("ul", { "data-testid": "collateral" }, r.collateral.map((c) =>
+      el("li", { "data-entry-id": c.id }, entryLink(c.id, c.url, c.title),
+        c.ranks && c.ranks.length ? el("span", { "data-testid": "ranks" }, ` · ${plural(c.ranks.length, "rank")}: ${rankText(c.ranks)}`)
+          : files(c.id) > 1 ? ` · in ${files(c.id)} files` : "")))));
   }
-  const facts = Object.entries(r.facts || {}).filter(([k, v]) => v && (!Array.isArray(v) || v.length));
+  const facts = Object.entries(r.facts || {}).filter(([, v]) => v && (!Array.isArray(v) || v.length));
   if (facts.length) {
-    out.append(section("Facts", el("dl", { class: "fdx-facts" }, facts.flatMap(([k, v]) =>
-      [el("dt", { text: k }), el("dd", { text: Array.isArray(v) ? v.slice(0, 32).join(", ") : String(v) })]))));
+    out.append(section("What the log says", el("dl", { class: "fdx-facts", "data-testid": "facts" }, facts.flatMap(([k, v]) =>
+      [el("dt", { text: label(k) }), el("dd", { "data-fact": k, text: !Array.isArray(v) ? String(v)
+        : k === "ranks" ? `${plural(v.length, "rank")}: ${rankText(v)}`
+        : v.length > 12 ? `${v.slice(0, 12).join(", ")} and ${v.length - 12} more` : v.join(", ") })]))));
   }
   if (r.missing && r.missing.length) {
-    out.append(section("Missing facts", el("ul", {}, r.missing.map((m) =>
-      el("li", {}, el("b", { text: m.fact }), `: ${m.why}`, m.how ? el("pre", {}, el("code", { text: m.how })) : null)))));
+    out.append(section("Needed to decide, not in the log", el("ul", { "data-testid": "missing" }, r.missing.map((m) =>
+      el("li", {}, el("strong", { text: label(m.fact) }), `: ${m.why}`, m.how ? el("pre", {}, el("code", { text: m.how })) : null)))));
   }
-  if (!shared) {
-    const actions = el("div", { class: "fdx-actions" },
-      el("button", { type: "button", "data-testid": "copy-markdown", class: "md-button" }, "Copy as Markdown (redacted)"),
-      el("button", { type: "button", "data-testid": "download-json", class: "md-button" }, "Download JSON"),
-      el("button", { type: "button", "data-testid": "share", class: "md-button" }, "Share link (redacted)"),
-      el("input", { type: "text", readonly: "readonly", "data-testid": "share-url", class: "fdx-share-url", hidden: "hidden" }));
-    out.append(actions);
-    actions.querySelector("[data-testid=copy-markdown]").onclick = copyMarkdown;
-    actions.querySelector("[data-testid=download-json]").onclick = downloadJson;
-    actions.querySelector("[data-testid=share]").onclick = makeShare;
-  }
-  setStatus(p ? `Done: ${p.title}` : "Done.", "done");
+  if (!opts.shared) out.append(actions());
+  const done = p ? `Done: ${p.title} (${BANDS[bandOf(p)].word.toLowerCase()}).`
+    : r.unmatched ? "Done: no known failure matched; the report shows where to start." : "Done: no failure found.";
+  setStatus(done, "done");
+  // The head is what a tired reader needs: bring it into view and give it focus.
+  top.scrollIntoView({ block: "start" });
+  top.focus({ preventScroll: true });
 }
 
-async function copyMarkdown() {
-  const area = el("textarea", { "data-testid": "markdown-text", class: "fdx-md", readonly: "readonly" });
+function actions() {
+  const box = el("div", { class: "fdx-actions" },
+    el("button", { type: "button", "data-testid": "copy-markdown", class: "md-button" }, "Copy as Markdown (redacted)"),
+    el("button", { type: "button", "data-testid": "download-json", class: "md-button" }, "Download JSON"),
+    el("button", { type: "button", "data-testid": "share", class: "md-button" }, "Share link (redacted)"));
+  const shareBox = el("p", { class: "fdx-share", hidden: "hidden" },
+    el("label", { for: "fdx-share-url", text: "Link to this report (redacted; the report is in the link, nothing is uploaded)" }),
+    el("input", { id: "fdx-share-url", type: "text", readonly: "readonly", "data-testid": "share-url", class: "fdx-share-url" }));
+  box.append(shareBox);
+  box.querySelector("[data-testid=copy-markdown]").onclick = (ev) => copyMarkdown(ev.currentTarget);
+  box.querySelector("[data-testid=download-json]").onclick = (ev) => downloadJson(ev.currentTarget);
+  box.querySelector("[data-testid=share]").onclick = (ev) => makeShare(ev.currentTarget, shareBox);
+  return box;
+}
+
+async function copyMarkdown(button) {
+  const area = el("textarea", { "data-testid": "markdown-text", class: "fdx-md", readonly: "readonly",
+    "aria-label": "The report as a Markdown ticket (redacted)" });
   area.value = lastMarkdown;
   const old = document.querySelector("[data-testid=markdown-text]");
-  if (old) old.replaceWith(area); else $("#fdx-report").append(area);
-  try { await navigator.clipboard.writeText(lastMarkdown); setStatus("Markdown ticket copied (redacted).", "done"); }
-  catch { area.select(); setStatus("Select and copy the Markdown below.", "done"); }
+  if (old) old.replaceWith(area); else button.parentElement.after(area);
+  const ok = await copyText(lastMarkdown, button, "Markdown ticket (redacted)");
+  if (!ok) area.select();
 }
 
-function downloadJson() {
+function downloadJson(button) {
   const blob = new Blob([JSON.stringify(lastReport, null, 2)], { type: "application/json" });
   const a = el("a", { href: URL.createObjectURL(blob), download: "faildex-report.json" });
   document.body.append(a);
   a.click();
   a.remove();
+  confirmDone(button, "Saved faildex-report.json");
 }
 
 async function deflate(text) {
@@ -275,14 +643,14 @@ async function inflate(b64) {
   return await new Response(stream).text();
 }
 
-async function makeShare() {
+async function makeShare(button, shareBox) {
   // The fragment (#...) is never sent to any server.
   const url = `${location.origin}${location.pathname}#share=${await deflate(lastShare)}`;
-  const box = document.querySelector("[data-testid=share-url]");
-  box.hidden = false;
+  const box = shareBox.querySelector("input");
+  shareBox.hidden = false;
   box.value = url;
   box.select();
-  try { await navigator.clipboard.writeText(url); } catch { /* the box shows it */ }
+  await copyText(url, button, "share link");
 }
 
 async function openShared() {
@@ -290,61 +658,95 @@ async function openShared() {
   if (!m) return false;
   try {
     const data = JSON.parse(await inflate(m[1]));
-    renderReport({ timeline: [], inputs: [], ...data }, true);
+    labels = data.labels || {};
+    renderReport({ timeline: [], inputs: [], ...data }, { shared: true });
   } catch {
     setStatus("This share link is damaged: it could not be decoded.", "error");
   }
   return true;
 }
 
-// ---------------------------------------------------------------- examples, drop zone
+// ---------------------------------------------------------------- examples, inputs, keys
 
 async function loadExamples() {
   const select = $("[data-testid=example]");
+  try {
+    manifest = await (await fetch(new URL("manifest.json", HERE))).json();
+  } catch { /* no "add this failure" link without it */ }
   try {
     const examples = await (await fetch(new URL("examples.json", HERE))).json();
     for (const ex of examples) select.append(el("option", { value: ex.id, text: ex.title }));
     select.onchange = () => {
       const ex = examples.find((x) => x.id === select.value);
-      if (ex) $("[data-testid=log-input]").value = ex.log;
+      if (!ex) return;
+      // An example is pasted text: it replaces the text, and chosen files are dropped.
+      if (busy) worker.postMessage({ type: "cancel" });
+      busy = false;
+      $("[data-testid=cancel]").disabled = true;
+      droppedFiles = [];
+      $("[data-testid=file-input]").value = "";
+      $("[data-testid=log-input]").value = ex.log;
+      lastTouched = "text";
+      clearReport();
+      resetProgress();
+      setDiagnoseButton();
+      showSource();
+      setStatus(`Example loaded: ${ex.title}. Press Diagnose.`, ready ? "ready" : "loading");
     };
   } catch {
     select.disabled = true;
   }
 }
 
-function setupDrop() {
+function onNewFiles() {
+  lastTouched = "files";
+  clearReport();
+  resetProgress();
+  showSource();
+}
+
+function setupInputs() {
   const zone = $("#fdx-drop");
-  const list = $("#fdx-files");
-  const show = () => {
-    const files = Array.from($("[data-testid=file-input]").files || []).concat(droppedFiles);
-    list.textContent = files.length ? files.map((f) => `${f.name} (${mb(f.size)} MB)`).join(", ") : "";
-  };
-  $("[data-testid=file-input]").onchange = show;
+  $("[data-testid=file-input]").onchange = onNewFiles;
+  $("[data-testid=log-input]").addEventListener("input", () => {
+    if ($("[data-testid=log-input]").value.trim()) lastTouched = "text";
+    showSource();
+  });
+  for (const radio of document.querySelectorAll("[data-testid=source-choice] input")) {
+    radio.onchange = () => { lastTouched = radio.value; showSource(); };
+  }
   zone.addEventListener("dragover", (e) => { e.preventDefault(); zone.classList.add("fdx-over"); });
   zone.addEventListener("dragleave", () => zone.classList.remove("fdx-over"));
   zone.addEventListener("drop", (e) => {
     e.preventDefault();
     zone.classList.remove("fdx-over");
     droppedFiles = droppedFiles.concat(Array.from(e.dataTransfer.files));
-    show();
+    onNewFiles();
+  });
+  document.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) {
+      e.preventDefault();
+      run();
+    }
   });
 }
 
 async function main() {
   startWorker();  // Pyodide starts loading now, not when the button is pressed
   $("[data-testid=diagnose]").onclick = run;
-  $("[data-testid=cancel]").onclick = () => worker.postMessage({ type: "cancel" });
-  $("[data-testid=clear]").onclick = () => {
-    droppedFiles = [];
-    $("[data-testid=file-input]").value = "";
-    $("[data-testid=log-input]").value = "";
-    $("#fdx-files").textContent = "";
-  };
-  setupDrop();
+  $("[data-testid=cancel]").onclick = cancel;
+  $("[data-testid=clear]").onclick = clearAll;
+  setupInputs();
+  setDiagnoseButton();
+  showSource();
   loadExamples();
-  await openShared();
+  const shared = await openShared();
   window.addEventListener("hashchange", openShared);
+  // The page's one job is the log box: start there (not on touch screens, where focus
+  // would pop up the keyboard over the page).
+  if (!shared && matchMedia("(pointer: fine)").matches && document.activeElement === document.body) {
+    $("[data-testid=log-input]").focus({ preventScroll: true });
+  }
 }
 
 main();

@@ -7,7 +7,7 @@
 //
 // Page -> main:   {type: "scan", inputs: [{name, file} | {name, text}]}, {type: "cancel"}
 // Main -> page:   {type: "ready", ms}, {type: "workers", ready}, {type: "progress", done, total, file},
-//                 {type: "report", report, markdown, share}, {type: "cancelled"},
+//                 {type: "report", report, markdown, share, excerpt, labels}, {type: "cancelled"},
 //                 {type: "error", message}
 // Main -> scanner: {type: "range", id, file, name, order, start, end, isLast}, {type: "cancel"}
 // Scanner -> main: {type: "ready"}, {type: "part-progress", id, done}, {type: "part", id, data}
@@ -32,16 +32,20 @@ import pickle
 from pyodide.ffi import to_js
 from faildex_engine import Diagnosis, DumpError, load_index
 from faildex_engine.suspects import is_artifact
-from faildex_engine.render import to_markdown, redact
+from faildex_engine.render import to_markdown, redact, fact_label
 
 _index = None
 _d = None
 _part = None
 _parts = {}
 
+_category = {}
+
 def init(index_text):
-    global _index
-    _index = load_index(json.loads(index_text))
+    global _index, _category
+    raw = json.loads(index_text)
+    _category = {k: e.get("category") for k, e in raw["entries"].items()}
+    _index = load_index(raw)
     start()
 
 # one range of a large file (any worker): Diagnosis.scan_range, the CLI's own API
@@ -90,8 +94,10 @@ def add_dump(name, buf):
 def share_payload(r):
     keep = {
         "v": 1,
-        "primary": r["primary"] and {k: r["primary"][k] for k in ("id", "title", "confidence", "why", "url")},
-        "alternatives": [{k: a[k] for k in ("id", "title", "confidence", "url")} for a in r["alternatives"][:5]],
+        "primary": r["primary"] and {k: r["primary"].get(k) for k in ("id", "title", "confidence", "why", "url",
+                                                                       "band")},
+        "alternatives": [{k: a.get(k) for k in ("id", "title", "confidence", "why", "url", "band")}
+                         for a in r["alternatives"][:5]],
         "collateral": [{k: c[k] for k in ("id", "title", "count", "ranks", "url")} for c in r["collateral"][:8]],
         "evidence": [{k: e.get(k) for k in ("role", "entry", "source", "line", "text", "rank", "url")}
                      for e in r["evidence"][:6]],
@@ -100,13 +106,32 @@ def share_payload(r):
         "next_action": r["next_action"],
         "suspects": [{k: s[k] for k in ("rank", "host", "kind", "why") if k in s} for s in r["suspects"][:8]],
         "inputs": [{"name": i["name"], "status": i["status"], "messages": i["messages"]} for i in r["inputs"]],
+        "labels": {k: fact_label(k) for k in set(r["facts"]) | {m["fact"] for m in r["missing"]}},
     }
     return redact(json.dumps(keep, sort_keys=True), r["facts"].get("hosts", []))
 
+EXCERPT_MAX = 3000   # characters of log in a new-entry link (a URL of ~8 kB at most)
+
+def excerpt(r):
+    """The unmatched log's error lines with their context, redacted: the first example
+    of a new entry ("add this failure to faildex")."""
+    u = r.get("unmatched") or {}
+    lines = []
+    for f in (u.get("first_error"), u.get("last_exception")):
+        if f:
+            block = f.get("before", []) + [f["text"]] + f.get("after", [])
+            lines += [x for x in block if x not in lines]
+    text = "\\n".join(lines)[-EXCERPT_MAX:]
+    return redact(text, r["facts"].get("hosts", [])) if text else ""
+
 def finish():
     r = _d.report()
+    keys = set(r["facts"]) | {m["fact"] for m in r["missing"]}
     return json.dumps({"report": r, "markdown": to_markdown(r, redact_it=True),
-                       "share": share_payload(r)})
+                       "share": share_payload(r), "excerpt": excerpt(r),
+                       "categories": {n["id"]: _category.get(n["id"]) for n in
+                                      (r.get("unmatched") or {}).get("nearest", [])},
+                       "labels": {k: fact_label(k) for k in keys}})
 `;
 
 async function boot() {

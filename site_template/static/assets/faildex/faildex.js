@@ -4,6 +4,7 @@
 // - filters for the tables of "All entries" (category, severity, system, text) and the
 //   "Error index" (the same finder, so a whole error line with its prefixes matches).
 // Without JavaScript every table is complete and the controls stay hidden.
+// Also: accessible names, and the service worker that keeps the site usable offline.
 (function () {
   "use strict";
 
@@ -140,6 +141,16 @@
     Array.prototype.forEach.call(document.querySelectorAll("[data-fdx-filter-for]"), setUp);
     Array.prototype.forEach.call(document.querySelectorAll("[data-fdx-paste]"), setUpPasteBox);
     setUpHeader();
+    // the theme's search dialog has no accessible name
+    var search = document.querySelector(".md-search[role=dialog]");
+    if (search && !search.hasAttribute("aria-label")) search.setAttribute("aria-label", "Search the site");
+  }
+
+  // Offline after one visit: the service worker at the site's root caches every page and
+  // the diagnoser (generator/diagnoser.py writes it with the list of files).
+  if ("serviceWorker" in navigator && window.isSecureContext) {
+    navigator.serviceWorker.register(new URL("../../sw.js", document.currentScript.src))
+      .catch(function () { /* a host without sw.js: the site works online as before */ });
   }
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
