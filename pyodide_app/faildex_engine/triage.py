@@ -189,6 +189,8 @@ def main(argv: list[str], index_path: str | None = None) -> int:
     ap.add_argument("--job-id", metavar="REGEX",
                     help="the job id in each path: the group named job, else group 1, "
                          "else the match (default: the folder or file name)")
+    ap.add_argument("--job", metavar="ID",
+                    help="all PATHs are the logs of one job with this id (a Slurm epilog)")
     ap.add_argument("--nodes", default="", metavar="H1,H2",
                     help="hosts the scheduler ran the job on (one job only), added to hosts")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, metavar="N",
@@ -225,6 +227,13 @@ def main(argv: list[str], index_path: str | None = None) -> int:
     else:
         done, out = set(), sys.stdout
     skipped: list[str] = []
+    if args.job:
+        files = [f for p in _expand(args.paths)
+                 for f in (_files_under(p) if os.path.isdir(p) else [p] if os.path.isfile(p) else [])]
+        folder = args.paths[0] if len(args.paths) == 1 and os.path.isdir(args.paths[0]) else None
+        jobs = iter([(args.job, folder, files)])
+    else:
+        jobs = iter_jobs(args.paths, rx, skipped)
     counts = {"written": 0, "skipped": 0, "errors": 0}
     workers = max(1, args.jobs)
 
@@ -237,7 +246,7 @@ def main(argv: list[str], index_path: str | None = None) -> int:
     try:
         if workers == 1:
             _init(index_path)
-            for jid, folder, files in iter_jobs(args.paths, rx, skipped):
+            for jid, folder, files in jobs:
                 if jid in done:
                     counts["skipped"] += 1
                     continue
@@ -246,7 +255,7 @@ def main(argv: list[str], index_path: str | None = None) -> int:
         else:
             with ProcessPoolExecutor(workers, initializer=_init, initargs=(index_path,)) as pool:
                 pending = set()
-                for jid, folder, files in iter_jobs(args.paths, rx, skipped):
+                for jid, folder, files in jobs:
                     if jid in done:
                         counts["skipped"] += 1
                         continue
