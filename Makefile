@@ -3,13 +3,14 @@
 #   make serve   setup, then the site at http://127.0.0.1:8000, rebuilt when an entry changes
 #   make test    every test
 #   make build   the site into site/, as CI builds it (fails on any entry problem)
+#   make wheel   the faildex wheel into dist/ (setuptools, offline, the index inside)
 
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: setup serve test build bench-site clean
+.PHONY: setup serve test build wheel bench-site clean
 
 setup: $(VENV)/.faildex-setup node_modules/.faildex-setup
 
@@ -34,8 +35,11 @@ test: setup
 build: setup
 	$(BIN)/mkdocs build --strict
 
+wheel: setup
+	$(BIN)/python -m generator.wheel --out dist
+
 bench-site: setup
 	$(BIN)/python bench/site.py --entries 100 1000 3000
 
 clean:
-	rm -rf site .cache
+	rm -rf site .cache dist
