@@ -191,6 +191,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--keep", help="work folder to keep (default: a temporary one)")
     args = ap.parse_args()
+    sys.stdout.reconfigure(line_buffering=True)   # figures appear as they are measured
 
     from generator.index import cached_index_path
     index_file = str(cached_index_path(ROOT))

@@ -34,6 +34,7 @@ HARDWARE_ENTRIES = {
 }
 MIN_JOBS_TO_DRAIN = 2      # one hardware failure is an event; two on one host is a pattern
 MAX_EVIDENCE = 3
+MAX_DRAIN_SHOWN = 25       # the page lists the top ones; fleet.json (--json) has all
 MAX_WEEKS = 12
 WEEK_COLUMNS = 8
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -179,6 +180,7 @@ def render(agg: dict, out_dir: Path, site: str = SITE, sources: list[str] = ()) 
                       "cells": cells, "other": sum(row.values()) - sum(cells)})
     html = env.get_template("fleet.html.j2").render(
         agg=agg, site=site, css=[f"assets/{p.name}" for p in css], weeks=weeks,
+        drain=agg["drain"][:MAX_DRAIN_SHOWN], drain_more=max(0, len(agg["drain"]) - MAX_DRAIN_SHOWN),
         week_classes=week_classes, hardware=HARDWARE_ENTRIES, min_jobs=MIN_JOBS_TO_DRAIN,
         sources=[os.path.basename(s) for s in sources],
         failed=sum(c for _, c in agg["classes"]))
