@@ -3,13 +3,14 @@
 #   make serve   setup, then the site at http://127.0.0.1:8000, rebuilt when an entry changes
 #   make test    every test
 #   make build   the site into site/, as CI builds it (fails on any entry problem)
+#   make wheel   the faildex wheel into dist/ (setuptools, offline, the index inside)
 
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: setup serve test build bench-site clean
+.PHONY: setup serve test build wheel bench-site clean
 
 setup: $(VENV)/.faildex-setup node_modules/.faildex-setup
 
@@ -17,7 +18,7 @@ $(VENV)/.faildex-setup: pyproject.toml constraints.txt
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
 	  { echo "faildex needs Python 3.11 or newer: make setup PYTHON=python3.11"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[test]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[site,test]'
 	touch $@
 
 node_modules/.faildex-setup: package.json package-lock.json
@@ -34,8 +35,11 @@ test: setup
 build: setup
 	$(BIN)/mkdocs build --strict
 
+wheel: setup
+	$(BIN)/python -m generator.wheel --out dist
+
 bench-site: setup
 	$(BIN)/python bench/site.py --entries 100 1000 3000
 
 clean:
-	rm -rf site .cache
+	rm -rf site .cache dist

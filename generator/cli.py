@@ -1,4 +1,7 @@
-"""`faildex`: the one command. validate, new, schema, index, diagnose."""
+"""The repository tools of `faildex`: validate, new, schema, index.
+
+`faildex` itself is faildex_engine.command (diagnose, triage, fleet); from a
+checkout it hands these subcommands here."""
 from __future__ import annotations
 
 import argparse
@@ -172,19 +175,10 @@ def cmd_index(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["diagnose"]:
-        from .index import cached_index_path
-        from faildex_engine.cli import main as diagnose_main
-        rest = argv[1:]
-        if any(a == "--index" or a.startswith("--index=") for a in rest) or \
-                any(a in ("-h", "--help") for a in rest):
-            return diagnose_main(rest)
-        try:
-            index_path = cached_index_path(find_root())
-        except SystemExit as err:
-            print(err, file=sys.stderr)
-            return 2
-        return diagnose_main(rest, index_path=index_path)
+    if argv[:1] in (["diagnose"], ["triage"], ["fleet"], ["--version"]):
+        # the engine's commands: the same `faildex` as an installed wheel
+        from faildex_engine.command import main as faildex_main
+        return faildex_main(argv)
     ap = argparse.ArgumentParser(prog="faildex", description=__doc__)
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("validate", help="check every entry; file:line:col: CODE message")
@@ -195,6 +189,8 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("index", help="compile the engine's index JSON")
     p.add_argument("-o", "--output")
     sub.add_parser("diagnose", help="diagnose logs: faildex diagnose --help")
+    sub.add_parser("triage", help="one JSON line per job: faildex triage --help")
+    sub.add_parser("fleet", help="the fleet page: faildex fleet report --help")
     args = ap.parse_args(argv)
     return {"validate": cmd_validate, "schema": cmd_schema, "new": cmd_new,
             "index": cmd_index}[args.cmd](args)

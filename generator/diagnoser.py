@@ -1,16 +1,17 @@
 """The browser diagnoser's assets, shipped with the site by a site build step.
 
     assets/pyodide/      the Pyodide runtime, copied from node_modules/pyodide (npm, pinned)
-    assets/faildex/      the engine wheel, the index, example logs, worker and page scripts
+    assets/faildex/      the faildex wheel, the index, example logs, worker and page scripts
     sw.js                the service worker: every page and asset, cached on the first
                          visit, so the site and the diagnoser work offline afterwards
     *.gz, *.br           beside each big compressible file, for static hosts that serve
                          precompressed files (README: "Hosting the site")
 
-The engine is pure Python, so its wheel is a plain py3-none-any zip written here
-with zipfile (pyodide-build needs a cross-build environment from the internet,
-which this project cannot rely on). Nothing is ever loaded from another origin:
-check_same_origin() fails the build if a page or script points off-site.
+The wheel is the one `pipx install faildex` installs (generator/wheel.py: setuptools,
+the index inside), so the browser runs exactly the released engine. It is pure
+Python (py3-none-any); Pyodide loads it with loadPackage from the site's origin.
+Nothing is ever loaded from another origin: check_same_origin() fails the build
+if a page or script points off-site.
 """
 from __future__ import annotations
 
@@ -19,15 +20,12 @@ import gzip
 import hashlib
 import json
 import re
-import zipfile
 from pathlib import Path
 
 import brotli
 
 PYODIDE_FILES = ["pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip",
                  "pyodide-lock.json"]
-ENGINE_NAME = "faildex_engine"
-ENGINE_VERSION = "0.1.0"
 EXAMPLE_MAX = 64 * 1024
 COMPRESS_MIN = 100 * 1024           # smaller files gain little from a precompressed copy
 COMPRESS_SUFFIXES = {".wasm", ".mjs", ".js", ".json", ".css", ".html", ".zip", ".whl"}
@@ -41,32 +39,13 @@ class AssetError(Exception):
     pass
 
 
-def build_engine_wheel(root: Path, out_dir: Path) -> Path:
-    """A reproducible py3-none-any wheel of pyodide_app/faildex_engine."""
-    src = root / "pyodide_app" / ENGINE_NAME
-    dist = f"{ENGINE_NAME}-{ENGINE_VERSION}"
-    wheel = out_dir / f"{dist}-py3-none-any.whl"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    files: list[tuple[str, bytes]] = []
-    for p in sorted(src.glob("*.py")):
-        files.append((f"{ENGINE_NAME}/{p.name}", p.read_bytes()))
-    meta = (f"Metadata-Version: 2.1\nName: {ENGINE_NAME}\nVersion: {ENGINE_VERSION}\n"
-            f"Summary: faildex diagnosis engine (pure Python)\n").encode()
-    wheel_info = (b"Wheel-Version: 1.0\nGenerator: faildex\nRoot-Is-Purelib: true\n"
-                  b"Tag: py3-none-any\n")
-    files += [(f"{dist}.dist-info/METADATA", meta), (f"{dist}.dist-info/WHEEL", wheel_info)]
-    record = []
-    for name, data in files:
-        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-        record.append(f"{name},sha256={digest},{len(data)}")
-    record.append(f"{dist}.dist-info/RECORD,,")
-    files.append((f"{dist}.dist-info/RECORD", ("\n".join(record) + "\n").encode()))
-    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as zf:
-        for name, data in files:
-            info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))
-            info.compress_type = zipfile.ZIP_DEFLATED
-            zf.writestr(info, data)
-    return wheel
+def engine_wheel(root: Path) -> Path:
+    """The faildex wheel of the checkout, built once per change of its sources."""
+    from .wheel import WheelError, build_wheel
+    try:
+        return build_wheel(root / ".cache" / "wheel", root)
+    except WheelError as err:
+        raise AssetError(str(err)) from None
 
 
 def example_logs(entries) -> list[dict]:
@@ -120,8 +99,7 @@ def diagnoser_step(b) -> None:
     entries = [v.entry for v in b.entries]
     index = build_index(b.root, entries)
     code = Path(__file__).resolve().parent.parent   # this checkout: engine, web files, npm
-    cache = code / ".cache" / "diagnoser"
-    wheel = build_engine_wheel(code, cache)
+    wheel = engine_wheel(code)
     pyodide_src = code / "node_modules" / "pyodide"
     missing = [f for f in PYODIDE_FILES if not (pyodide_src / f).is_file()]
     if missing:

@@ -27,8 +27,10 @@ from .scan import Plan, Source, merge_ranges
 from .suspects import Artifacts, is_artifact
 
 __all__ = ["Diagnosis", "diagnose", "load_index", "read_chunks", "InputError", "DumpError",
-           "REPORT_FORMAT"]
+           "REPORT_FORMAT", "__version__"]
 
+__version__ = "0.1.0"   # the release; pyproject.toml reads it from here
+INDEX_FORMAT = 1
 CHUNK = 8 << 20
 
 
@@ -36,14 +38,34 @@ class InputError(Exception):
     """An input that cannot be read at all (missing, a directory, no permission)."""
 
 
+def index_digest(index: dict) -> str:
+    """The digest generator/index.py stamps on an index: sha256 of the rest, sorted keys."""
+    import hashlib
+    body = {k: v for k, v in index.items() if k != "digest"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
+
+
 def load_index(path_or_dict) -> dict:
+    """An index from a dict or a JSON file. A file is checked: its format, and that
+    its digest matches its content (a truncated or edited index is refused)."""
     if isinstance(path_or_dict, dict):
         index = path_or_dict
     else:
-        with open(path_or_dict, encoding="utf-8") as fh:
-            index = json.load(fh)
-    if index.get("faildex_index") != 1:
-        raise ValueError("unsupported index format: rebuild it with `faildex index`")
+        try:
+            with open(path_or_dict, encoding="utf-8") as fh:
+                index = json.load(fh)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{path_or_dict}: not JSON (line {err.lineno}: {err.msg})") from None
+        except UnicodeDecodeError:
+            raise ValueError(f"{path_or_dict}: not a UTF-8 JSON file") from None
+        if not isinstance(index, dict) or "digest" not in index:
+            raise ValueError(f"{path_or_dict}: not a faildex index (no digest)")
+        if index.get("faildex_index") == INDEX_FORMAT and index_digest(index) != index["digest"]:
+            raise ValueError(f"{path_or_dict}: digest mismatch (the file says {index['digest']}, "
+                             f"its content gives {index_digest(index)}): a damaged or edited index")
+    if not isinstance(index, dict) or index.get("faildex_index") != INDEX_FORMAT:
+        raise ValueError("unsupported index format: this faildex reads format "
+                         f"{INDEX_FORMAT}; rebuild it with `faildex index` or upgrade faildex")
     return index
 
 
@@ -96,6 +118,9 @@ class Diagnosis:
         base = list(self.baseline_sources.values()) if self.baseline_mode else None
         report = build_report(self.index, list(self.sources.values()), base, self.artifacts)
         report["inputs"] += self.artifacts.inputs
+        # which faildex and which index made it ("index" is the index's digest)
+        report["release"] = __version__
+        report["index_entries"] = len(self.index["entries"])
         return report
 
 

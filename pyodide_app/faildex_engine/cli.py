@@ -70,7 +70,8 @@ def main(argv: list[str], index_path=None) -> int:
                     help="a log of a good run: what is new in the failing run is listed first")
     ap.add_argument("--redact", action="store_true",
                     help="markdown: replace hosts, IPs, user names, e-mails and tokens")
-    ap.add_argument("--index", help="index JSON (default: built from the entries)")
+    ap.add_argument("--index", help="index JSON (default: FAILDEX_INDEX, else the checkout's "
+                                    "entries, else the index bundled with this release)")
     ap.add_argument("--no-progress", action="store_true")
     ap.add_argument("--jobs", type=int, default=min(os.cpu_count() or 1, 8), metavar="N",
                     help="processes for large files (default: one per core)")
@@ -79,6 +80,9 @@ def main(argv: list[str], index_path=None) -> int:
     except SystemExit as e:
         return 2 if e.code else 0
     try:
+        if not (args.index or index_path):
+            from .command import index_path as default_index
+            index_path = default_index()
         index = load_index(args.index or index_path)
     except (OSError, ValueError) as err:
         print(f"faildex diagnose: cannot read the index: {err}", file=sys.stderr)

@@ -1,0 +1,155 @@
+"""faildex triage (one JSON line per job, resumable) and faildex fleet report."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from faildex_engine import fleet, triage
+
+ROOT = Path(__file__).resolve().parent.parent
+OOM_LOG = ROOT / "entries" / "cuda" / "cuda-out-of-memory" / "deepspeed-rank3.log"
+IB_LOG = ROOT / "entries" / "nccl" / "nccl-ib-retry-exceeded" / "roce-intra-node-nic-path.log"
+HEALTHY_LOG = ROOT / "tests" / "healthy" / "ddp-gloo-2rank.log"
+
+
+@pytest.fixture(scope="module")
+def index_file(index, tmp_path_factory):
+    path = tmp_path_factory.mktemp("index") / "index.json"
+    path.write_text(json.dumps(index))
+    return str(path)
+
+
+@pytest.fixture()
+def jobs(tmp_path):
+    for jid, log in [("101", OOM_LOG), ("102", HEALTHY_LOG), ("103", IB_LOG)]:
+        (tmp_path / "jobs" / jid).mkdir(parents=True)
+        (tmp_path / "jobs" / jid / log.name).write_bytes(log.read_bytes())
+    (tmp_path / "jobs" / "104").mkdir()          # a job that left no log
+    return tmp_path
+
+
+def read_lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_triage_writes_one_line_per_job(jobs, index, index_file, capsys):
+    out = jobs / "t.jsonl"
+    rc = triage.main([str(jobs / "jobs" / "*"), "-o", str(out), "--jobs", "2"], index_path=index_file)
+    assert rc == 1                                   # job 104 had no log
+    lines = {line["job"]: line for line in read_lines(out)}
+    assert sorted(lines) == ["101", "102", "103", "104"]
+    assert lines["101"]["primary"]["id"] == "cuda-out-of-memory"
+    assert lines["103"]["primary"]["id"] == "nccl-ib-retry-exceeded"
+    assert lines["102"]["primary"] is None and lines["102"]["outcome"] == "clean"
+    assert lines["104"]["error"] == "no log files"
+    for line in lines.values():
+        assert line["index"] == index["digest"]
+        assert isinstance(line["suspects"], list) and isinstance(line["hosts"], list)
+        assert isinstance(line["versions"], dict)
+    ev = lines["101"]["evidence"][0]
+    assert ev["source"] == OOM_LOG.name and "CUDA out of memory" in ev["text"]
+    assert "1 unreadable" in capsys.readouterr().err
+
+
+def test_triage_resumes_and_survives_a_cut_line(jobs, index_file):
+    out = jobs / "t.jsonl"
+    triage.main([str(jobs / "jobs" / n) for n in ("101", "102", "103")] + ["-o", str(out), "--jobs", "1"],
+                index_path=index_file)
+    first = out.read_text()
+    triage.main([str(jobs / "jobs" / n) for n in ("101", "102", "103")] + ["-o", str(out), "--jobs", "1"],
+                index_path=index_file)
+    assert out.read_text() == first                  # nothing done twice
+    # a crash while writing job 103's line: the cut line is dropped, 103 done again
+    kept = first.splitlines(keepends=True)
+    cut = [x for x in kept if '"job": "103"' not in x]
+    line103 = next(x for x in kept if '"job": "103"' in x)
+    out.write_text("".join(cut) + line103[:40])
+    triage.main([str(jobs / "jobs" / "*")] + ["-o", str(out), "--jobs", "1"], index_path=index_file)
+    lines = read_lines(out)
+    assert sorted(x["job"] for x in lines) == ["101", "102", "103", "104"]
+
+
+def test_triage_groups_files_by_job_id(tmp_path, index_file, capsys):
+    for name, log in [("slurm-77.out", OOM_LOG), ("slurm-77.err", HEALTHY_LOG),
+                      ("slurm-78.out", HEALTHY_LOG), ("notes.txt", HEALTHY_LOG)]:
+        (tmp_path / name).write_bytes(log.read_bytes())
+    rc = triage.main([str(tmp_path / "*"), "--job-id", r"slurm-(\d+)", "--jobs", "1"],
+                     index_path=index_file)
+    assert rc == 0
+    lines = {x["job"]: x for x in map(json.loads, capsys.readouterr().out.splitlines())}
+    assert sorted(lines) == ["77", "78"]
+    assert lines["77"]["files"] == 2 and lines["77"]["primary"]["id"] == "cuda-out-of-memory"
+
+
+def test_triage_bad_usage_is_one_line(tmp_path, index_file, capsys):
+    assert triage.main([str(tmp_path), "--job-id", "("], index_path=index_file) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--job-id" in err
+
+
+def test_hardware_entries_exist_and_are_cuda_or_nccl(index):
+    for eid in fleet.HARDWARE_ENTRIES:
+        assert index["entries"][eid]["category"] in ("cuda", "nccl"), eid
+
+
+def _line(job, eid=None, hosts=(), ev_host=None, ended="2026-11-30T10:00:00Z", category="cuda"):
+    primary = None
+    evidence = []
+    if eid:
+        primary = {"id": eid, "title": eid.replace("-", " "), "category": category,
+                   "severity": "critical", "url": f"entries/{eid}/", "confidence": 0.9}
+        e = {"entry": eid, "source": "rank0.log", "line": 7, "text": f"Xid <{job}> & fell off"}
+        if ev_host:
+            e["host"] = ev_host
+        evidence = [e]
+    return {"faildex_triage": 1, "job": job, "primary": primary, "hosts": list(hosts),
+            "evidence": evidence, "ended": ended, "index": "abc", "suspects": [], "versions": {},
+            "outcome": "known" if eid else "clean"}
+
+
+def test_fleet_ranks_recurring_hardware_hosts(tmp_path, capsys):
+    lines = [
+        _line("1", "gpu-fell-off-bus", ["n1", "n2", "n3", "n4"], ev_host="n3"),
+        _line("2", "gpu-ecc-error", ["n3", "n5"], ev_host="n3"),
+        _line("3", "nvlink-error", ["n3", "n6"]),                       # no host on the line
+        _line("4", "nccl-ib-retry-exceeded", ["n7", "n8"], category="nccl"),
+        _line("5", "nccl-ib-retry-exceeded", ["n7", "n9"], category="nccl"),
+        _line("6", "cuda-out-of-memory", ["n1", "n2"]),                 # not hardware
+        _line("7", "cuda-out-of-memory", ["n1", "n2"], ended="2026-12-08T00:00:00Z"),
+        _line("8", None, ["n1"]),
+        _line("9", "gpu-ecc-error", ["n6"], ev_host="n6"),
+        _line("9", None, ["n6"]),              # job 9 triaged again: the last line counts
+    ]
+    src = tmp_path / "a.jsonl"
+    src.write_text("".join(json.dumps(x) + "\n" for x in lines) + '{"job": "10", "prim\n')
+    warnings: list[str] = []
+    agg = fleet.aggregate([str(src)], warn=warnings.append)
+    assert [h["host"] for h in agg["drain"]] == ["n3", "n7"]
+    n3 = agg["drain"][0]
+    assert n3["jobs"] == 3 and n3["named"] == 2 and n3["score"] == 2.5
+    assert dict(agg["classes"]) == {"cuda-out-of-memory": 2, "nccl-ib-retry-exceeded": 2,
+                                    "gpu-fell-off-bus": 1, "gpu-ecc-error": 1, "nvlink-error": 1}
+    assert agg["weeks"]["2026-W50"] == {"cuda-out-of-memory": 1}
+    assert agg["jobs"] == 9
+    assert warnings == [f"{src}:11: not a JSON line (a line cut short?), skipped"]
+
+    rc = fleet.main(["report", str(src), "-o", str(tmp_path / "page")])
+    assert rc == 0
+    html = (tmp_path / "page" / "index.html").read_text()
+    assert html.index('id="host-n3"') < html.index('id="host-n7"')
+    assert 'id="host-n1"' not in html
+    assert "Xid &lt;1&gt; &amp; fell off" in html                # log text escaped
+    assert 'href="https://faildex.dev/entries/gpu-fell-off-bus/"' in html
+    assert "<script" not in html
+    for href in re.findall(r'<link rel="stylesheet" href="([^"]+)"', html):
+        assert (tmp_path / "page" / href).is_file(), href
+    assert any("main." in h for h in re.findall(r'href="(assets/[^"]+\.css)"', html))
+
+
+def test_fleet_unreadable_input_is_one_line(tmp_path, capsys):
+    assert fleet.main(["report", str(tmp_path / "missing.jsonl"), "-o", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "missing.jsonl" in err
