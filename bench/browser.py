@@ -153,7 +153,7 @@ class PeakSampler(threading.Thread):
 
 def cli_seconds(index: Path, log: Path, jobs: int) -> float:
     t = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "faildex_engine.cli", "--index", str(index), "--jobs", str(jobs),
+    subprocess.run([sys.executable, "-m", "faildex.cli", "--index", str(index), "--jobs", str(jobs),
                     "--format", "json", str(log)], check=True, stdout=subprocess.DEVNULL, cwd=ROOT,
                    env={"PYTHONPATH": str(ROOT / "pyodide_app"), "PATH": "/usr/bin:/bin"})
     return time.perf_counter() - t

@@ -109,8 +109,8 @@ def run_measured(cmd: list[str], env: dict | None = None) -> tuple[float, int, b
 
 def one_process(log: Path, index: dict) -> tuple[float, int, float]:
     """Scan in this process with one core: (seconds, candidate lines, seconds in candidates)."""
-    from faildex_engine import Diagnosis, read_chunks
-    from faildex_engine import scan
+    from faildex import Diagnosis, read_chunks
+    from faildex import scan
     spent = [0.0]
     original = scan.Source._candidate
 
@@ -142,7 +142,7 @@ def measure(log: Path, index_path: Path, index: dict, pat_file: Path, runs: int,
             pass
     size = log.stat().st_size
     fd_t, fd_rss, fd_out = best(runs, lambda: run_measured(
-        [sys.executable, "-m", "faildex_engine.cli", "--index", str(index_path), "--format", "json", str(log)]))
+        [sys.executable, "-m", "faildex.cli", "--index", str(index_path), "--format", "json", str(log)]))
     report = json.loads(fd_out)
     one_t, cands, cand_t = best(runs, lambda: one_process(log, index))
     c_env = dict(os.environ, LC_ALL="C")

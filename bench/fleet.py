@@ -37,10 +37,10 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "pyodide_app"))
 
 from bench.loggen import _noise_lines  # noqa: E402
-from faildex_engine import diagnose, load_index  # noqa: E402
-from faildex_engine.fleet import HARDWARE_ENTRIES  # noqa: E402
+from faildex import diagnose, load_index  # noqa: E402
+from faildex.fleet import HARDWARE_ENTRIES  # noqa: E402
 
-FAILDEX = [sys.executable, "-m", "faildex_engine"]
+FAILDEX = [sys.executable, "-m", "faildex"]
 NCCL_INIT = (ROOT / "tests" / "healthy" / "nccl-init-info.log").read_text()
 NOISE_HOST = b"gpu-node-000"
 

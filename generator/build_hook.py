@@ -1,7 +1,7 @@
 """setuptools build_py for the wheel: bundle what the engine needs at run time.
 
-    faildex_engine/index.json        the index of this release, compiled from entries/
-    faildex_engine/fleet/            the fleet page's template and the site's CSS
+    faildex/index.json        the index of this release, compiled from entries/
+    faildex/fleet/            the fleet page's template and the site's CSS
                                      (site_template/fleet/, site_template/static/...)
 
 Named in pyproject.toml ([tool.setuptools] cmdclass), so `python -m build --wheel`
@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # setuptools loads this file by its path; the generator package must be importable
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
-PACKAGE = "faildex_engine"
+PACKAGE = "faildex"
 FLEET_FILES = [ROOT / "site_template" / "fleet" / "fleet.html.j2",
                ROOT / "site_template" / "static" / "assets" / "faildex" / "faildex.css"]
 

@@ -1,6 +1,6 @@
 """The repository tools of `faildex`: validate, new, schema, index.
 
-`faildex` itself is faildex_engine.command (diagnose, triage, fleet); from a
+`faildex` itself is faildex.command (diagnose, triage, fleet); from a
 checkout it hands these subcommands here."""
 from __future__ import annotations
 
@@ -177,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] in (["diagnose"], ["triage"], ["fleet"], ["--version"]):
         # the engine's commands: the same `faildex` as an installed wheel
-        from faildex_engine.command import main as faildex_main
+        from faildex.command import main as faildex_main
         return faildex_main(argv)
     ap = argparse.ArgumentParser(prog="faildex", description=__doc__)
     sub = ap.add_subparsers(dest="cmd", required=True)

@@ -29,7 +29,7 @@ def engine_module(name: str):
     import importlib
     if str(ROOT / "pyodide_app") not in sys.path:
         sys.path.insert(0, str(ROOT / "pyodide_app"))
-    return importlib.import_module(f"faildex_engine.{name}")
+    return importlib.import_module(f"faildex.{name}")
 
 
 def _engine_lines():

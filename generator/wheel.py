@@ -26,7 +26,7 @@ def _inputs_digest(root: Path) -> str:
     """What the wheel is made of: engine, entries, healthy logs, generator, fleet page."""
     h = hashlib.sha256()
     files = [root / "pyproject.toml", root / "README.md"]
-    for sub, pattern in [("pyodide_app/faildex_engine", "*.py"), ("entries", "*"),
+    for sub, pattern in [("pyodide_app/faildex", "*.py"), ("entries", "*"),
                          ("tests/healthy", "*.log"), ("generator", "*.py"),
                          ("site_template/fleet", "*"), ("site_template/static/assets/faildex", "*")]:
         files += sorted((root / sub).rglob(pattern))

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
-from faildex_engine import diagnose
+from faildex import diagnose
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 ROOT = CORPUS.parent.parent

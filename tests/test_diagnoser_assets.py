@@ -32,7 +32,7 @@ def test_built_site_ships_the_diagnoser_and_stays_on_origin(real_site):
     # the browser loads the very wheel that `pip install` installs, its index inside
     shipped = site / "assets" / "faildex" / manifest["wheel"]
     assert shipped.read_bytes() == engine_wheel(ROOT).read_bytes()
-    bundled = json.loads(zipfile.ZipFile(shipped).read("faildex_engine/index.json"))
+    bundled = json.loads(zipfile.ZipFile(shipped).read("faildex/index.json"))
     assert bundled["digest"] == manifest["index_digest"]
     index = json.loads((site / "assets" / "faildex" / "index.json").read_text())
     assert set(index["entries"]) == {e.id for e in real_site.build.entries}

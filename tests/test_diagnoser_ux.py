@@ -31,7 +31,7 @@ AXE = Path(__file__).resolve().parent.parent / "node_modules" / "axe-core" / "ax
 
 @pytest.fixture(scope="module")
 def engine(index):
-    from faildex_engine import Diagnosis, load_index
+    from faildex import Diagnosis, load_index
     loaded = load_index(json.loads(json.dumps(index)))
 
     def diagnose(named_texts):

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from faildex_engine import Diagnosis, diagnose
-from faildex_engine.lines import parse_prefix, shape
-from faildex_engine.render import redact, to_json, to_markdown, to_text
+from faildex import Diagnosis, diagnose
+from faildex.lines import parse_prefix, shape
+from faildex.render import redact, to_json, to_markdown, to_text
 
 ROOT = Path(__file__).resolve().parent.parent
-ENGINE = ROOT / "pyodide_app" / "faildex_engine"
+ENGINE = ROOT / "pyodide_app" / "faildex"
 TIMEOUT_LINE = "torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError\n"
 
 
@@ -362,6 +362,6 @@ def test_versions_decide(entries, index):
 
 def test_report_links_point_at_the_site():
     import re as _re
-    from faildex_engine.render import SITE
+    from faildex.render import SITE
     site_url = _re.search(r"^site_url:\s*(\S+)", (ROOT / "mkdocs.yml").read_text(), _re.M).group(1)
     assert SITE == site_url

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from faildex_engine import Diagnosis
+from faildex import Diagnosis
 from generator.validate import example_text
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from faildex_engine import fleet, triage
+from faildex import fleet, triage
 
 ROOT = Path(__file__).resolve().parent.parent
 OOM_LOG = ROOT / "entries" / "cuda" / "cuda-out-of-memory" / "deepspeed-rank3.log"

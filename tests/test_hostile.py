@@ -10,8 +10,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from faildex_engine import Diagnosis, diagnose
-from faildex_engine.render import to_json, to_markdown, to_text
+from faildex import Diagnosis, diagnose
+from faildex.render import to_json, to_markdown, to_text
 from generator.regexes import required_literals
 from generator.validate import example_text
 
@@ -130,7 +130,7 @@ def test_300_mb_single_line_ending_in_the_error_in_bounded_memory(tmp_path, inde
     index_file.write_text(json.dumps(index))
     out_file = tmp_path / "report.json"
     with open(out_file, "wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "faildex_engine.cli", "--jobs", "1", "--index",
+        proc = subprocess.Popen([sys.executable, "-m", "faildex.cli", "--jobs", "1", "--index",
                                  str(index_file), "--format", "json", str(path)], stdout=out,
                                 env={**os.environ,
                                      "PYTHONPATH": str(Path(__file__).parent.parent / "pyodide_app")})
@@ -144,7 +144,7 @@ def test_300_mb_single_line_ending_in_the_error_in_bounded_memory(tmp_path, inde
 
 def test_unreadable_file_is_a_clear_input_error(tmp_path, monkeypatch):
     import builtins
-    from faildex_engine import InputError, read_chunks
+    from faildex import InputError, read_chunks
     path = tmp_path / "secret.log"
     path.write_text("x")
     real_open = builtins.open

@@ -50,18 +50,18 @@ def test_wheel_holds_the_engine_and_this_releases_index_only(wheel, index):
     names = zf.namelist()
     assert wheel.name.endswith("-py3-none-any.whl")
     assert wheel.stat().st_size < MAX_WHEEL_BYTES, wheel.stat().st_size
-    assert all(n.startswith(("faildex_engine/", "faildex-")) for n in names), names
+    assert all(n.startswith(("faildex/", "faildex-")) for n in names), names
     # no test data, no entries' YAML or logs, no generator (a repository tool)
     assert not [n for n in names if n.endswith((".log", ".yaml", ".gz")) or "tests/" in n
                 or "generator" in n], names
-    bundled = json.loads(zf.read("faildex_engine/index.json"))
+    bundled = json.loads(zf.read("faildex/index.json"))
     assert bundled["digest"] == index["digest"]
     assert set(bundled["entries"]) == set(index["entries"])
     meta = zf.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
     requires = [line for line in meta.splitlines() if line.startswith("Requires-Dist:")]
     assert requires and all("extra ==" in r for r in requires), requires   # nothing at run time
     entry_points = zf.read(next(n for n in names if n.endswith("entry_points.txt"))).decode()
-    assert "faildex = faildex_engine.command:main" in entry_points
+    assert "faildex = faildex.command:main" in entry_points
 
 
 def test_wheel_is_reproducible(wheel, tmp_path):
@@ -82,7 +82,7 @@ def test_fresh_install_diagnoses_from_any_folder(fresh, index):
     v = fresh("faildex", "--version")
     assert v.returncode == 0
     assert f"index {index['digest']} · {len(index['entries'])} entries (bundled)" in v.stdout
-    m = fresh("python", "-m", "faildex_engine", "diagnose", "job.log")
+    m = fresh("python", "-m", "faildex", "diagnose", "job.log")
     assert m.returncode == 0 and "cuda-out-of-memory" in m.stdout, m.stderr
 
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
-from faildex_engine import Diagnosis, DumpError, diagnose
-from faildex_engine import cli, frdump
-from faildex_engine.suspects import is_artifact
+from faildex import Diagnosis, DumpError, diagnose
+from faildex import cli, frdump
+from faildex.suspects import is_artifact
 
 ROOT = Path(__file__).resolve().parent.parent
 HANG = ROOT / "tests" / "data" / "hang"

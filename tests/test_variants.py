@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from faildex_engine import Diagnosis
+from faildex import Diagnosis
 from generator.validate import example_text
 
 _FULL = str.maketrans({":": "：", "(": "（", ")": "）", ",": "，", "!": "！", ";": "；"})

@@ -3,7 +3,7 @@
 // The page starts one worker (the main one). It starts up to three more of itself
 // as scanners: a large file is cut at line boundaries into one range per worker,
 // each range is scanned by its own Pyodide, and the main worker merges the parts
-// (faildex_engine.scan.merge_ranges, the same code the CLI's processes use).
+// (faildex.scan.merge_ranges, the same code the CLI's processes use).
 //
 // Page -> main:   {type: "scan", inputs: [{name, file} | {name, text}]}, {type: "cancel"}
 // Main -> page:   {type: "ready", ms}, {type: "workers", ready}, {type: "progress", done, total, file},
@@ -30,9 +30,9 @@ const GLUE = `
 import json
 import pickle
 from pyodide.ffi import to_js
-from faildex_engine import Diagnosis, DumpError, load_index
-from faildex_engine.suspects import is_artifact
-from faildex_engine.render import to_markdown, redact, fact_label
+from faildex import Diagnosis, DumpError, load_index
+from faildex.suspects import is_artifact
+from faildex.render import to_markdown, redact, fact_label
 
 _index = None
 _d = None

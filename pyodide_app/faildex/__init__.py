@@ -3,7 +3,7 @@
 Pure Python, standard library only: the same code runs in the CLI and, under
 Pyodide, in the reader's browser. The API is plain data in, plain data out:
 
-    from faildex_engine import diagnose, load_index
+    from faildex import diagnose, load_index
     report = diagnose(["rank0.log", "rank1.log.gz"], load_index("index.json"))
     report["primary"]  # {"id": ..., "title": ..., "confidence": ...} or None
 

@@ -1,6 +1,0 @@
-"""python -m faildex_engine: the same as the `faildex` command."""
-import sys
-
-from .command import main
-
-sys.exit(main())
