@@ -86,18 +86,19 @@ def _glog(rng, r, s, level, src, text):
 
 
 TORCHRUN_64: dict[str, tuple[float, Line]] = {
-    "barrier-warning": (0.06, lambda rng, s: (lambda r: _glog(
+    # start-up lines: once per rank and process group, a few hundred in a whole job
+    "barrier-warning": (0.001, lambda rng, s: (lambda r: _glog(
         rng, r, s, "W", "ProcessGroupNCCL.cpp:4561",
         f"[PG ID 0 PG GUID 0 Rank {r}]  using GPU {r % 8} to perform barrier as devices used by this process "
         "are currently unknown. This can potentially cause a hang if this rank to GPU mapping is incorrect. "
         "Specify device_ids in barrier() to force use of a particular device, or call init_process_group() "
         "with a device_id."))(rng.randrange(64))),
-    "pg-options": (0.05, lambda rng, s: (lambda r: _glog(
+    "pg-options": (0.0005, lambda rng, s: (lambda r: _glog(
         rng, r, s, "I", "ProcessGroupNCCL.cpp:938",
         f"[PG ID 0 PG GUID 0(default_pg) Rank {r}] ProcessGroupNCCL initialization options: size: 64, "
         f"global rank: {r}, TIMEOUT(ms): 600000, USE_HIGH_PRIORITY_STREAM: 0, SPLIT_FROM: 0, "
         "SPLIT_COLOR: -2, PG Name: default_pg"))(rng.randrange(64))),
-    "pg-environments": (0.05, lambda rng, s: (lambda r: _glog(
+    "pg-environments": (0.0005, lambda rng, s: (lambda r: _glog(
         rng, r, s, "I", "ProcessGroupNCCL.cpp:947",
         f"[PG ID 0 PG GUID 0(default_pg) Rank {r}] ProcessGroupNCCL environments: NCCL version: 2.21.5, "
         "TORCH_NCCL_ASYNC_ERROR_HANDLING: 3, TORCH_NCCL_DUMP_ON_TIMEOUT: 1, "

@@ -278,6 +278,11 @@ def choose_anchors(required: dict[str, list[str]], healthy=None,
     candidates: dict[str, set[str]] = {}
     for key, lits in required.items():
         for lit in lits:
+            if key.startswith("generic/"):
+                # the error-line keys are exact: "ERROR:" must not become "ERROR", which
+                # every rank's TORCH_NCCL_ASYNC_ERROR_HANDLING banner holds
+                candidates.setdefault(lit, set()).add(key)
+                continue
             if (len(lit) == 3 or 20 < len(lit) <= 48) and lit.strip() == lit:
                 # a short branch literal ("br-"), or a whole long one when every part of
                 # it is printed by healthy jobs ("... set by environment to 1")
@@ -302,7 +307,8 @@ def choose_anchors(required: dict[str, list[str]], healthy=None,
         return (alt, "alt") if alt <= find else (find, "find")
 
     def base(sub: str) -> float:
-        short = 0.1 * (7 - len(sub)) if len(sub) < 7 else 0.0
+        # short needles hit by chance in text the healthy corpus lacks ("(min, max) time")
+        short = 0.4 * (7 - len(sub)) if len(sub) < 7 else 0.0
         # Plain lowercase words ("f the", "quire") are everywhere in real logs (warnings,
         # tracebacks) even where the healthy corpus has none of them.
         plain = 1.0 if len(sub) < 10 and all(ch.islower() or ch == " " for ch in sub) else 0.0
