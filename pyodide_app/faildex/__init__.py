@@ -191,22 +191,24 @@ def _gunzip(stream, chunk_size: int):
 
 
 def _read_dump(d: Diagnosis, path: str) -> bool:
-    """Give a dump file to d whole; False when the file is a log (or unreadable: the log
-    reader reports that)."""
+    """Give a dump file to d whole. True for a flight-recorder dump (read only as a dump);
+    False for a log, and for a stack dump, which is read as a log too (a faulthandler
+    block often sits inside a rank's stderr)."""
     from .frdump import MAX_DUMP_BYTES
     try:
         with open(path, "rb") as fh:
             head = fh.read(8192)
-            if head[:2] == b"\x1f\x8b" or not is_artifact(head):
+            kind = None if head[:2] == b"\x1f\x8b" else is_artifact(head)
+            if kind is None:
                 return False
             data = head + fh.read(MAX_DUMP_BYTES + 1 - len(head))
     except OSError:
-        return False
+        return False     # the log reader reports it
     try:
         d.add_dump(path, data)
     except DumpError as err:
         raise InputError(str(err)) from None
-    return True
+    return kind == "fr"
 
 
 def diagnose(paths, index, baseline=None, progress=None, workers: int = 1) -> dict:

@@ -102,9 +102,10 @@ class Artifacts:
             self.fr.append(d)
             kind = f"flight-recorder dump ({d['form']}, rank {d['rank']}, {len(d['entries'])} entries)"
         elif stacks.looks_like_stacks(data[:8192]):
+            # not listed in inputs: diagnose() and the browser read a stack dump as a log too
             d = stacks.load(name, data)
             self.stacks.append(d)
-            kind = f"{d['form']} stack dump" + (f" (rank {d['rank']})" if d["rank"] is not None else
+            return f"{d['form']} stack dump" + (f" (rank {d['rank']})" if d["rank"] is not None else
                                                 " (no rank in the file name: not compared)")
         else:
             raise frdump.DumpError(f"{name}: neither a flight-recorder dump nor a py-spy/faulthandler stack dump")

@@ -81,8 +81,8 @@ def close(name, truncated):
     _d.close(name, truncated or None)
 
 # flight-recorder and stack dumps are read whole, as bytes (a pickle is not text)
-def looks_like_dump(head):
-    return is_artifact(head.to_bytes()) is not None
+def dump_kind(head):
+    return is_artifact(head.to_bytes()) or ""
 
 def add_dump(name, buf):
     try:
@@ -145,7 +145,7 @@ async function boot() {
   py.runPython(GLUE);
   api = {};
   for (const f of ["init", "start", "feed", "close", "finish", "part_start", "part_feed", "part_finish",
-    "order_of", "part_adopt", "parts_merge", "looks_like_dump", "add_dump"]) api[f] = py.globals.get(f);
+    "order_of", "part_adopt", "parts_merge", "dump_kind", "add_dump"]) api[f] = py.globals.get(f);
   api.init(indexText);
   postMessage({ type: "ready", ms: Math.round(performance.now() - t0), pyodide: manifest.pyodide });
 }
@@ -298,12 +298,12 @@ async function readyScanners(size) {
   return scanners.filter((s) => s.ready);
 }
 
-// A flight-recorder dump (pickle or JSON) or a py-spy/faulthandler stack dump, told by
-// its first bytes; it goes to the engine whole instead of through the log scanner.
+// "fr" for a flight-recorder dump (pickle or JSON), "stacks" for a py-spy/faulthandler
+// stack dump, told by the first bytes; either goes to the engine whole, as bytes.
 const DUMP_MAX = 256 << 20;
-async function isDump(file) {
-  if (file.size > DUMP_MAX) return false;
-  return api.looks_like_dump(new Uint8Array(await file.slice(0, 8192).arrayBuffer()));
+async function dumpKind(file) {
+  if (file.size > DUMP_MAX) return "";
+  return api.dump_kind(new Uint8Array(await file.slice(0, 8192).arrayBuffer()));
 }
 
 async function scan(inputs) {
@@ -327,15 +327,20 @@ async function scan(inputs) {
         api.close(input.name, null);
         finished = true;
         report(input.text.length);
-      } else if (await isDump(input.file)) {
-        const problem = api.add_dump(input.name, new Uint8Array(await input.file.arrayBuffer()));
-        if (problem) { postMessage({ type: "error", message: problem }); return; }
-        finished = true;
-        report(input.file.size);
       } else if (/\.gz$/i.test(input.name)) {
         finished = await scanGzip(input, report);
       } else {
-        finished = await scanFile(input, report);
+        const kind = await dumpKind(input.file);
+        if (kind) {
+          const problem = api.add_dump(input.name, new Uint8Array(await input.file.arrayBuffer()));
+          if (problem) { postMessage({ type: "error", message: problem }); return; }
+        }
+        if (kind === "fr") {      // a stack dump is read as a log too
+          finished = true;
+          report(input.file.size);
+        } else {
+          finished = await scanFile(input, report);
+        }
       }
       if (!finished) { postMessage({ type: "cancelled" }); return; }
       before += input.file ? input.file.size : input.text.length;
