@@ -401,16 +401,16 @@ def axe_violations(page):
 
 @pytest.mark.parametrize("scheme", ["default", "slate"])
 def test_axe_finds_no_serious_or_critical_violation(chromium, origin, entries, scheme):
-    context = chromium.new_context(bypass_csp=True, service_workers="block")   # axe is injected inline
+    context = chromium.new_context(bypass_csp=True, service_workers="block",   # axe is injected inline
+                                   color_scheme="dark" if scheme == "slate" else "light")
     page = context.new_page()
     found = {}
     for url in ("/", "/entries/cuda-out-of-memory/", "/errors/", "/entries/"):
         page.goto(origin + url)
-        page.evaluate(f"document.body.setAttribute('data-md-color-scheme', '{scheme}')")
+        assert page.get_attribute("body", "data-md-color-scheme") == scheme
         found[url] = axe_violations(page)
     page.goto(origin + "/diagnose/")
     page.wait_for_selector("[data-testid=status][data-state=ready]", timeout=READY_MS)
-    page.evaluate(f"document.body.setAttribute('data-md-color-scheme', '{scheme}')")
     page.fill("[data-testid=log-input]", watchdog_example(entries))
     page.click("[data-testid=diagnose]")
     page.wait_for_selector("[data-testid=primary]", timeout=READY_MS)
