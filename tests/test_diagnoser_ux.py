@@ -401,16 +401,16 @@ def axe_violations(page):
 
 @pytest.mark.parametrize("scheme", ["default", "slate"])
 def test_axe_finds_no_serious_or_critical_violation(chromium, origin, entries, scheme):
-    context = chromium.new_context(bypass_csp=True, service_workers="block")   # axe is injected inline
+    context = chromium.new_context(bypass_csp=True, service_workers="block",   # axe is injected inline
+                                   color_scheme="dark" if scheme == "slate" else "light")
     page = context.new_page()
     found = {}
     for url in ("/", "/entries/cuda-out-of-memory/", "/errors/", "/entries/"):
         page.goto(origin + url)
-        page.evaluate(f"document.body.setAttribute('data-md-color-scheme', '{scheme}')")
+        assert page.get_attribute("body", "data-md-color-scheme") == scheme
         found[url] = axe_violations(page)
     page.goto(origin + "/diagnose/")
     page.wait_for_selector("[data-testid=status][data-state=ready]", timeout=READY_MS)
-    page.evaluate(f"document.body.setAttribute('data-md-color-scheme', '{scheme}')")
     page.fill("[data-testid=log-input]", watchdog_example(entries))
     page.click("[data-testid=diagnose]")
     page.wait_for_selector("[data-testid=primary]", timeout=READY_MS)
@@ -526,3 +526,15 @@ def test_the_diagnoser_starts_from_precompressed_files(chromium, real_site):
     context.close()
     server.shutdown()
     assert encodings.get("pyodide.asm.wasm") == "br" and encodings.get("index.json") == "br"
+
+
+def test_c10d_timestamps_after_a_rank_prefix_are_parsed(entries):
+    """PyTorch 2.x's c10 log prefix has no PID ("[rank0]:[E1206 18:44:12.715298746
+    ProcessGroupNCCL.cpp:607] ..."); the timeline needs its time."""
+    from faildex_engine.lines import parse_prefix
+    line = next(ln for ln in watchdog_example(entries).splitlines() if "Watchdog caught" in ln)
+    meta, rest = parse_prefix(line)
+    assert meta["rank"] == 0 and meta["level"] == "E" and "pid" not in meta
+    assert rest.startswith("[Rank 0] Watchdog caught")
+    later, _ = parse_prefix(line.replace("18:44:12.", "18:54:12."))
+    assert later["ts"] - meta["ts"] == pytest.approx(600)
