@@ -4,7 +4,7 @@
     python bench/fleet.py --jobs 2000 --lines 20000 --keep bench/out/fleet
 
 Each job folder holds one or two logs of a log-normal size (median 48 KB, at most
-4 MB): the NCCL start-up lines of tests/healthy/nccl-init-info.log for each of the
+4 MB): the NCCL start-up lines of entries/healthy/nccl-init-info.log for each of the
 job's hosts, training noise from bench/loggen.py, and for a failed job one real
 example log of an entry (entries/**: the `examples` of the YAML, or the files
 beside it), with the host names that example prints replaced by one of the job's
@@ -41,7 +41,7 @@ from faildex import diagnose, load_index  # noqa: E402
 from faildex.fleet import HARDWARE_ENTRIES  # noqa: E402
 
 FAILDEX = [sys.executable, "-m", "faildex"]
-NCCL_INIT = (ROOT / "tests" / "healthy" / "nccl-init-info.log").read_text()
+NCCL_INIT = (ROOT / "entries" / "healthy" / "nccl-init-info.log").read_text()
 NOISE_HOST = b"gpu-node-000"
 
 

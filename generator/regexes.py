@@ -313,7 +313,7 @@ def choose_anchors(required: dict[str, list[str]], healthy=None,
         # tracebacks) even where the healthy corpus has none of them.
         plain = 1.0 if len(sub) < 10 and all(ch.islower() or ch == " " for ch in sub) else 0.0
         # a quote or backslash is escaped when a shipper puts the line in a JSON string
-        escaped = 3.0 if '"' in sub or "\\" in sub else 0.0
+        escaped = 10.0 if '"' in sub or "\\" in sub else 0.0
         return short + plain + escaped
 
     def cost(sub: str) -> tuple[float, str]:

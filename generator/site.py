@@ -242,7 +242,8 @@ class EntryView:
     def ticket(self) -> dict:
         """What a support ticket for this failure needs: the line, the values the
         signatures read from it, the versions that decide, the checks' output."""
-        sigs = self.defining or self.shown_signatures
+        # an entry of advisory lines only (context signatures) still shows what it prints
+        sigs = self.defining or self.shown_signatures or self.signatures
         facts = list(dict.fromkeys(
             name for s in self.d["signatures"] if s["strength"] != "context"
             for name in re.compile(s["regex"]).groupindex))

@@ -12,7 +12,7 @@ from faildex import fleet, triage
 ROOT = Path(__file__).resolve().parent.parent
 OOM_LOG = ROOT / "entries" / "cuda" / "cuda-out-of-memory" / "deepspeed-rank3.log"
 IB_LOG = ROOT / "entries" / "nccl" / "nccl-ib-retry-exceeded" / "roce-intra-node-nic-path.log"
-HEALTHY_LOG = ROOT / "tests" / "healthy" / "ddp-gloo-2rank.log"
+HEALTHY_LOG = ROOT / "entries" / "healthy" / "ddp-gloo-2rank.log"
 
 
 @pytest.fixture(scope="module")

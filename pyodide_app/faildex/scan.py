@@ -64,6 +64,9 @@ class Plan:
         # are not in the prefilter: they are tried on the lines of the head of each
         # input that hold their literal, like the version patterns of context.py.
         self.context_sigs: list[tuple[int, dict, re.Pattern, bytes]] = []
+        # signatures with a start-of-line `^`: tried again after the launcher prefix
+        self.anchored = {n for n, s in enumerate(index["signatures"])
+                         if re.search(r"(?<!\[)(?<!\\)\^", s["regex"])}
         for n, s in enumerate(index["signatures"]):
             rx = re.compile(s["regex"])
             if s["strength"] == "context":
@@ -333,7 +336,7 @@ class Source:
                 tried.add(n)
                 # `^` in a signature means the start of the message, after any prefix
                 m = rx.search(text)
-                if m is None and rest is not text and sig["regex"][:1] == "^":
+                if m is None and rest is not text and n in self.plan.anchored:
                     m = rx.search(rest)
                 if m is None and pieces:
                     m = next((m for m in map(rx.search, pieces) if m), None)
