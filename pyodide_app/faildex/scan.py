@@ -128,7 +128,7 @@ class Source:
         self.candidates = 0       # lines the prefilter passed to the signatures
         # Findings of the current buffer that still need their context lines: only
         # the kept ones get them, once, at the end of the buffer (see _scan).
-        self._unattached: list[tuple[dict, int, int]] = []
+        self._unattached: dict[int, tuple[dict, int, int]] = {}
         self.hang = HangLines()   # watchdog / collective-timeout lines, for suspects
 
     # ------------------------------------------------------------ input
@@ -246,11 +246,9 @@ class Source:
             self.lines = line_no + buf.count(b"\n", counted_to, end)
         else:
             self.lines += buf.count(b"\n", 0, end)
-        for d, start, stop in self._unattached:
-            if not d.get("dropped"):
-                self._attach_context(d, buf, start, stop)
-            d.pop("dropped", None)
-        self._unattached = []
+        for d, start, stop in self._unattached.values():
+            self._attach_context(d, buf, start, stop)
+        self._unattached = {}
         lo = max(0, end - 4 * WINDOW)
         region = buf[lo:end]
         if lo == 0 and self.ended_cr and region.startswith(b"\n"):
@@ -371,7 +369,7 @@ class Source:
 
     def _later(self, d: dict, start: int, stop: int) -> dict:
         """Attach d's context lines at the end of this buffer, if d is still kept then."""
-        self._unattached.append((d, start, stop))
+        self._unattached[id(d)] = (d, start, stop)
         return d
 
     def _record(self, n: int, finding: dict) -> None:
@@ -381,7 +379,7 @@ class Source:
         if len(kept) <= KEEP_FIRST:
             kept.append(finding)          # the first ones, then one slot for the latest
         else:
-            kept[-1]["dropped"] = True
+            self._unattached.pop(id(kept[-1]), None)   # replaced: it never needs context
             kept[-1] = finding
 
     def _error_like(self, buf, start, stop, line_no, text, meta, rest) -> None:
@@ -397,7 +395,7 @@ class Source:
         m = _EXCEPTION.match(rest)
         if m and m.group("name") not in ("ChildFailedError",):
             if self.last_exception is not None:
-                self.last_exception["dropped"] = True
+                self._unattached.pop(id(self.last_exception), None)
             self.last_exception = self._later(self._where(line_no, text, meta), start, stop)
 
 
