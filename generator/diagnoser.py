@@ -124,10 +124,12 @@ def new_entry_target() -> dict:
     """Where "add this failure to faildex" goes: GitHub's web editor creates
     entries/<category>/<id>.yaml from the skeleton `faildex new` writes."""
     from . import schema as S
-    from .cli import NEW_TEMPLATE
+    from .cli import entry_template
     from .site import BRANCH, REPO_URL
+    # the page fills in {id} and {category}
+    template = entry_template("{id}", "{category}", "../../generator/entry.schema.json")
     return {"url": f"{REPO_URL}/new/{BRANCH}/entries/", "categories": list(S.CATEGORIES),
-            "template": NEW_TEMPLATE.replace("{schema}", "../../generator/entry.schema.json")}
+            "template": template}
 
 
 # ---------------------------------------------------------------- after mkdocs wrote the site
