@@ -128,6 +128,7 @@ def new_entry_target() -> dict:
     from .site import BRANCH, REPO_URL
     # the page fills in {id} and {category}
     template = entry_template("{id}", "{category}", "../../generator/entry.schema.json")
+    template = template.replace('"{id}"', "{id}").replace('"{category}"', "{category}")
     return {"url": f"{REPO_URL}/new/{BRANCH}/entries/", "categories": list(S.CATEGORIES),
             "template": template}
 
