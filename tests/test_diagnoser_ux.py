@@ -531,7 +531,7 @@ def test_the_diagnoser_starts_from_precompressed_files(chromium, real_site):
 def test_c10d_timestamps_after_a_rank_prefix_are_parsed(entries):
     """PyTorch 2.x's c10 log prefix has no PID ("[rank0]:[E1206 18:44:12.715298746
     ProcessGroupNCCL.cpp:607] ..."); the timeline needs its time."""
-    from faildex_engine.lines import parse_prefix
+    from faildex.lines import parse_prefix
     line = next(ln for ln in watchdog_example(entries).splitlines() if "Watchdog caught" in ln)
     meta, rest = parse_prefix(line)
     assert meta["rank"] == 0 and meta["level"] == "E" and "pid" not in meta

@@ -316,6 +316,7 @@ class Source:
         # A traceback flattened into one JSON string (a log shipper, a notebook's
         # output): its lines are read one by one, with quotes unescaped.
         pieces = _flattened(rest) if "\\n" in rest else None
+        haystack = text if pieces is None else text + "\n" + "\n".join(pieces)   # for literal checks
         ts = meta.get("ts")
         if ts is not None:
             self.last_ts = ts
@@ -329,7 +330,7 @@ class Source:
         tried: set[int] = set()
         for a in anchors:
             for n, sig, rx, literal in self.plan.sigs_by_anchor[a]:
-                if n in tried or (literal and literal not in text):
+                if n in tried or (literal and literal not in haystack):
                     continue
                 tried.add(n)
                 # `^` in a signature means the start of the message, after any prefix
