@@ -122,8 +122,6 @@ def build_index(root: Path, entries) -> dict:
             "related": d.get("related", []),
             "refines": d.get("refines", []),
             "url": f"entries/{e.id}/",   # the entry page, relative to the site root
-            # words of the entry, for "nearest entries" when nothing matched
-            "keywords": sorted(_keywords(d)),
             "text_vector": vectors[e.id],
         }
     body = {"faildex_index": INDEX_FORMAT, "find_anchors": finds,
@@ -179,13 +177,6 @@ def _text_vectors(entries) -> dict[str, dict[str, float]]:
         top = sorted(vec.items(), key=lambda kv: (-kv[1], kv[0]))[:60]
         out[eid] = {t: round(w / norm, 4) for t, w in top}
     return out
-
-
-def _keywords(d: dict) -> set[str]:
-    import re
-    text = " ".join([d["title"], " ".join(d.get("systems", [])),
-                     " ".join(s["regex"] for s in d.get("signatures", []))])
-    return {w.lower() for w in re.findall(r"[A-Za-z][A-Za-z_]{3,}", text)}
 
 
 def build_index_or_exit(root: Path) -> dict:
