@@ -53,31 +53,32 @@ def _noise_lines(rng: random.Random, ranks: int):
                    f"{rng.randint(0, 512)} to /checkpoints/run-42/step_{step}/model_{r}.pt\n")
 
 
-def generate(path: Path, size: int, seed: int = 0, failures: list[str] = (), ranks: int = 16) -> None:
-    """Write a log of about `size` bytes; failure excerpts go at 40%, 70%, 90%."""
-    rng = random.Random(seed)
-    places = [int(size * f) for f in (0.4, 0.7, 0.9)][:len(failures)]
-    gen = _noise_lines(rng, ranks)
-    written = 0
+def write_lines(path: Path, size: int, lines, failures: list[str], places: list[int]) -> None:
+    """Write about `size` bytes from the line iterator, each failure excerpt once the
+    byte count passes its place (any left over go at the end)."""
     pending = list(zip(places, failures))
-    with open(path, "w", encoding="utf-8", newline="") as out:
+    written = 0
+    with open(path, "wb") as out:
         buf: list[str] = []
         buf_len = 0
-        while written < size:
-            line = next(gen)
+        while written + buf_len < size:
+            line = next(lines)
             buf.append(line)
             buf_len += len(line)
             if pending and written + buf_len >= pending[0][0]:
                 buf.append(pending.pop(0)[1])
             if buf_len > 1 << 20:
-                chunk = "".join(buf)
-                out.write(chunk)
-                written += len(chunk.encode("utf-8"))
+                data = "".join(buf).encode("utf-8")
+                out.write(data)
+                written += len(data)
                 buf, buf_len = [], 0
-        if buf:
-            out.write("".join(buf))
-        for _, text in pending:
-            out.write(text)
+        out.write("".join(buf).encode("utf-8") + "".join(t for _, t in pending).encode("utf-8"))
+
+
+def generate(path: Path, size: int, seed: int = 0, failures: list[str] = (), ranks: int = 16) -> None:
+    """Write a log of about `size` bytes; failure excerpts go at 40%, 70%, 90%."""
+    places = [int(size * f) for f in (0.4, 0.7, 0.9)][:len(failures)]
+    write_lines(path, size, _noise_lines(random.Random(seed), ranks), list(failures), places)
 
 
 def example_failures(root: Path, ids: list[str]) -> list[str]:

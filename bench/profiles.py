@@ -21,7 +21,7 @@ from typing import Callable
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.loggen import example_failures, parse_size  # noqa: E402
+from bench.loggen import example_failures, generate, parse_size, write_lines  # noqa: E402
 
 Line = Callable[[random.Random, int], str]   # (rng, step) -> one line, with its "\n"
 
@@ -264,13 +264,6 @@ SLURM_K8S: dict[str, tuple[float, Line]] = {
 
 # ---------------------------------------------------------------- the original bench mix
 
-def _bench_mix_line(rng, s):
-    from bench.loggen import _noise_lines
-    return next(_noise_lines(rng, 16))
-
-
-BENCH_MIX: dict[str, tuple[float, Line]] = {"loggen": (1.0, _bench_mix_line)}
-
 PROFILES: dict[str, tuple[dict, list[str]]] = {
     # name: (line types, failures placed near the end)
     "nccl-info": (NCCL_INFO, ["nccl-ib-retry-exceeded"]),
@@ -279,7 +272,8 @@ PROFILES: dict[str, tuple[dict, list[str]]] = {
     "deepspeed": (DEEPSPEED, ["worker-sigkill-host-oom"]),
     "vllm": (VLLM, ["vllm-kv-cache-insufficient"]),
     "slurm-k8s": (SLURM_K8S, ["slurm-time-limit"]),
-    "bench-mix": (BENCH_MIX, ["cuda-out-of-memory", "nccl-watchdog-timeout", "elastic-child-failed"]),
+    # bench/loggen.py's original mix (no line types of its own here)
+    "bench-mix": ({}, ["cuda-out-of-memory", "nccl-watchdog-timeout", "elastic-child-failed"]),
 }
 
 
@@ -290,23 +284,7 @@ def line_types() -> list[str]:
 def _writer(path: Path, size: int, lines, failures: list[str]) -> None:
     """Write about `size` bytes from the line iterator; failures go in the last tenth."""
     places = [int(size * (0.9 + 0.05 * i / max(1, len(failures)))) for i in range(len(failures))]
-    pending = list(zip(places, failures))
-    written = 0
-    with open(path, "wb") as out:
-        buf: list[str] = []
-        buf_len = 0
-        while written + buf_len < size:
-            line = next(lines)
-            buf.append(line)
-            buf_len += len(line)
-            if pending and written + buf_len >= pending[0][0]:
-                buf.append(pending.pop(0)[1])
-            if buf_len > 1 << 20:
-                data = "".join(buf).encode("utf-8")
-                out.write(data)
-                written += len(data)
-                buf, buf_len = [], 0
-        out.write("".join(buf).encode("utf-8") + "".join(t for _, t in pending).encode("utf-8"))
+    write_lines(path, size, lines, failures, places)
 
 
 def _mix(types: dict, rng: random.Random):
@@ -323,6 +301,10 @@ def _mix(types: dict, rng: random.Random):
 def generate_profile(path: Path, profile: str, size: int, seed: int = 0, healthy: bool = False) -> list[str]:
     """Write the profile's log; returns the entry ids of the failures placed in it."""
     types, failure_ids = PROFILES[profile]
+    if profile == "bench-mix":
+        failure_ids = [] if healthy else failure_ids
+        generate(path, size, seed, example_failures(ROOT, failure_ids))
+        return failure_ids
     rng = random.Random(f"{profile}:{seed}")
     failure_ids = [] if healthy else failure_ids
     _writer(path, size, _mix(types, rng), example_failures(ROOT, failure_ids))
