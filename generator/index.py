@@ -17,7 +17,7 @@ from .healthy import HealthyCorpus, engine_module
 from .regexes import MIN_ANCHOR, branch_options, choose_anchors, required_literals
 from .validate import validate
 
-INDEX_FORMAT = 1
+INDEX_FORMAT = 2
 # Lines that look like errors are candidates even when no signature knows them, so
 # that an unknown failure still yields its first error and last exception
 # (scan._ERRORISH decides). Each group is one prefilter key that the anchor choice
@@ -86,7 +86,7 @@ def build_index(root: Path, entries) -> dict:
     for key, groups in GENERIC_KEYS.items():
         for j, lits in enumerate(groups):
             required[f"{key}#{j}"] = lits
-    anchors, finds, assigned = choose_anchors(required, healthy)
+    anchors, assigned = choose_anchors(required, healthy)
     for s in sigs:
         s["anchors"] = []
     for k, n in owner.items():
@@ -94,7 +94,7 @@ def build_index(root: Path, entries) -> dict:
             sigs[n]["anchors"].append(assigned[k])
     for s in sigs:
         s["anchors"].sort()
-    rates = _candidate_rates(healthy, finds + anchors)
+    rates = _candidate_rates(healthy, anchors)
     vectors = _text_vectors(entries)
     out_entries = {}
     for e in sorted(entries, key=lambda e: e.id):
@@ -124,8 +124,7 @@ def build_index(root: Path, entries) -> dict:
             "url": f"entries/{e.id}/",   # the entry page, relative to the site root
             "text_vector": vectors[e.id],
         }
-    body = {"faildex_index": INDEX_FORMAT, "find_anchors": finds,
-            "alt_anchors": anchors, "signatures": sigs, "entries": out_entries,
+    body = {"faildex_index": INDEX_FORMAT, "anchors": anchors, "signatures": sigs, "entries": out_entries,
             "healthy_candidate_rates": rates}
     digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
     body["digest"] = digest

@@ -252,26 +252,34 @@ def backtracking_risks(pattern: str) -> list[str]:
     return sorted(set(reasons))
 
 
-def choose_anchors(required: dict[str, list[str]], healthy=None,
-                   extra: tuple[str, ...] = ()) -> tuple[list[str], list[str], dict[str, str]]:
+# The prefilter's cost model (measured with CPython 3.11's sre on 8 MB of each bench
+# profile; units are ns per byte scanned). A regex whose alternatives all start with
+# the same byte takes sre's memchr path: ~0.35 ns/B, plus ~20 ns at each occurrence
+# of that byte where the rest of the trie is tried. Two different first bytes in one
+# regex fall back to a per-byte charset test (~6 ns/B whatever the bytes), and a
+# bytes.find pass costs 0.4-0.8 ns/B, so the engine runs one regex per first byte
+# and the real price of an anchor is the first byte it adds.
+GROUP_NS = 0.6           # one regex pass, first byte rare
+OCCURRENCE_NS = 20.0     # per occurrence of the group's first byte, per byte of input
+JOIN_NS = 0.02           # one more alternative in a group that already runs
+CANDIDATE_NS = 0.02      # a candidate line (~20 us in Python) per healthy hit per MB
+
+
+def choose_anchors(required: dict[str, list[str]], healthy=None) -> tuple[list[str], dict[str, str]]:
     """Pick the literal anchors of the engine's prefilter; each pattern contains one.
 
-    The engine finds candidate lines in two kinds of pass over raw bytes: each
-    "find" anchor gets a bytes.find pass of its own (~1 GB/s, about 1 ms per MB),
-    and all "alternation" anchors share ONE compiled regex nested by prefix, whose
-    C loop skips every byte that cannot start an anchor. The alternation's cost is
-    set by its distinct first characters: a rare one ("W", "_", "(") is nearly
-    free, a common letter ("i", "m") makes the loop stop at every few bytes and
-    costs more than several find passes. Every line holding an anchor is a
-    candidate, decoded and tested in Python (~20 us, i.e. 0.02 find passes per
-    candidate per MB), so an anchor that healthy jobs print costs its hit rate in
-    the healthy corpus (generator.healthy), and one that makes a noticeable share
-    of any one healthy log's lines candidates costs far more.
+    The engine (faildex.scan.Plan) compiles one regex per first byte of its
+    anchors, nested by prefix, and every line holding an anchor is a candidate,
+    decoded and tested in Python. So an anchor costs (see the constants above) the
+    regex pass its first byte adds, unless that byte already starts another
+    anchor, plus its hit rate in the healthy corpus (generator.healthy); one that
+    makes a noticeable share of any one healthy log's lines candidates costs far
+    more.
 
     Greedy set cover (lazily re-evaluated) over the substrings of each pattern's
-    required literals; each candidate is costed both ways (in units of one find
-    pass) and placed where it is cheaper. `extra` anchors always get a find pass.
-    Returns (alternation anchors, find anchors including extra, key -> anchor).
+    required literals, then a pass that drops a first byte whose patterns all have
+    an acceptable anchor under the bytes that remain. Returns (anchors, key ->
+    anchor).
     """
     import heapq
 
@@ -297,14 +305,11 @@ def choose_anchors(required: dict[str, list[str]], healthy=None,
     char_freq: dict[str, float] = {}
     used_first: set[str] = set()
 
-    def placement(sub: str) -> tuple[float, str]:
-        c = sub[0]
+    def group_cost(c: str) -> float:
         if c not in char_freq:
             # floor: a character absent from the sample is still not free
             char_freq[c] = max(healthy.char_freq(c) if healthy else 0.0, 0.0005)
-        alt = 0.2 + (0.05 if c in used_first else 200 * char_freq[c])
-        find = 1.0 + 0.05 * max(0, 12 - len(sub))   # longer needles skip faster
-        return (alt, "alt") if alt <= find else (find, "find")
+        return GROUP_NS + OCCURRENCE_NS * char_freq[c]
 
     def base(sub: str) -> float:
         # short needles hit by chance in text the healthy corpus lacks ("(min, max) time")
@@ -314,68 +319,79 @@ def choose_anchors(required: dict[str, list[str]], healthy=None,
         plain = 1.0 if len(sub) < 10 and all(ch.islower() or ch == " " for ch in sub) else 0.0
         # a quote or backslash is escaped when a shipper puts the line in a JSON string
         escaped = 10.0 if '"' in sub or "\\" in sub else 0.0
-        return short + plain + escaped
-
-    def cost(sub: str) -> tuple[float, str]:
-        where_cost, where = placement(sub)
         hits, worst = healthy.hit_stats(sub) if healthy else (0, 0.0)
         # above 0.5% of some healthy log's lines an anchor breaks the 1% candidate budget
-        return where_cost + base(sub) + 0.02 * hits / mb + 400 * worst + (50 if worst > 0.005 else 0), where
+        return (short + plain + escaped + CANDIDATE_NS * hits / mb + 400 * worst
+                + (50 if worst > 0.005 else 0))
+
+    def cost(sub: str) -> float:
+        return (JOIN_NS if sub[0] in used_first else group_cost(sub[0])) + base(sub)
 
     uncovered = {k for k, lits in required.items() if any(x in candidates for x in lits)
                  or any(len(x) >= MIN_ANCHOR for x in lits)}
-    alt_anchors: list[str] = []
-    find_anchors: list[str] = list(extra)
+    anchors: list[str] = []
     assigned: dict[str, str] = {}
-    for a in extra:
-        for key in list(uncovered):
-            if any(a in lit for lit in required[key]):
-                assigned[key] = a
-                uncovered.discard(key)
-    # upper bounds first: the cheapest a substring could ever be (placed for 0.25)
-    heap = [(-len(keys & uncovered) / (0.25 + base(s)), -len(s), s)
+
+    def static(sub: str) -> float:
+        # the part of base() that needs no corpus lookup: a bound for the heap
+        short = 0.4 * (7 - len(sub)) if len(sub) < 7 else 0.0
+        plain = 1.0 if len(sub) < 10 and all(ch.islower() or ch == " " for ch in sub) else 0.0
+        return JOIN_NS + short + plain
+
+    heap = [(-len(keys & uncovered) / static(s), -len(s), s)
             for s, keys in candidates.items() if keys & uncovered]
     heapq.heapify(heap)
+    by_first: dict[str, list[str]] = {}
+    for sub in candidates:
+        by_first.setdefault(sub[0], []).append(sub)
     while uncovered and heap:
         _, neg_len, sub = heapq.heappop(heap)
         cover = candidates[sub] & uncovered
         if not cover:
             continue
-        c, where = cost(sub)
-        score = len(cover) / c
+        score = len(cover) / cost(sub)
         if heap and score < -heap[0][0]:
             heapq.heappush(heap, (-score, neg_len, sub))   # re-evaluated later if still good
             continue
-        if where == "alt":
-            alt_anchors.append(sub)
-            used_first.add(sub[0])
-        else:
-            find_anchors.append(sub)
+        anchors.append(sub)
         for key in cover:
             assigned[key] = sub
         uncovered -= cover
-    # The greedy prices one anchor at a time, so it never pays for a common first
-    # character once to move many find passes into the alternation: do that here.
-    extra_set = set(extra)
-    while True:
-        by_first: dict[str, list[str]] = {}
-        for a in find_anchors:
-            if a not in extra_set:
-                by_first.setdefault(a[0], []).append(a)
-        best_move = None
-        for c, group in by_first.items():
-            saved = sum(placement(a)[0] if placement(a)[1] == "find" else 1.0 for a in group)
-            added = 0.05 * len(group) + (0 if c in used_first else 0.2 + 200 * char_freq.get(c, 0.0005))
-            if saved - added > 0 and (best_move is None or saved - added > best_move[0]):
-                best_move = (saved - added, c, group)
-        if best_move is None:
-            break
-        _, c, group = best_move
-        used_first.add(c)
-        for a in group:
-            find_anchors.remove(a)
-            alt_anchors.append(a)
-    return sorted(alt_anchors), find_anchors, assigned
+        if sub[0] not in used_first:
+            # every substring starting with this byte just became cheaper: re-queue them
+            used_first.add(sub[0])
+            for other in by_first.get(sub[0], ()):
+                left = candidates[other] & uncovered
+                if left:
+                    heapq.heappush(heap, (-len(left) / cost(other), -len(other), other))
+    # The greedy pays for a first byte early, when few anchors share it; afterwards
+    # drop each byte whose patterns all have a cheap enough anchor under the others.
+    subs_of: dict[str, list[str]] = {}
+    for sub, keys in candidates.items():
+        for k in keys:
+            subs_of.setdefault(k, []).append(sub)
+    for c in sorted(used_first, key=group_cost, reverse=True):
+        mine = [a for a in anchors if a[0] == c]
+        keys = [k for k, a in assigned.items() if a[0] == c]
+        others = used_first - {c}
+        saved = group_cost(c) + sum(base(a) for a in mine)
+        moves: dict[str, str] = {}
+        for k in keys:
+            options = [s for s in subs_of.get(k, []) if s[0] in others]
+            if not options:
+                break
+            moves[k] = min(options, key=lambda s: (base(s), -len(s), s))
+        else:
+            added = sum(base(s) for s in set(moves.values())) + JOIN_NS * len(set(moves.values()))
+            if added < saved:
+                used_first.discard(c)
+                anchors = [a for a in anchors if a[0] != c]
+                for k, s in moves.items():
+                    assigned[k] = s
+                    if s not in anchors:
+                        anchors.append(s)
+    anchors = sorted({assigned[k] for k in assigned})
+    return anchors, assigned
 
 
 def readable(pattern: str) -> str:
