@@ -1,6 +1,7 @@
 """The in-browser diagnoser: cold start and throughput, next to the native CLI.
 
     python bench/browser.py --size 200M
+    python bench/browser.py --profile nccl-info --size 100M     # a bench/profiles.py mix
 
 Builds the site (mkdocs build), serves it on 127.0.0.1, opens /diagnose/ in
 Debian's Chromium (Playwright), and measures in one run:
@@ -33,6 +34,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "pyodide_app"))
 
 from bench.loggen import example_failures, generate, parse_size  # noqa: E402
+from bench.profiles import PROFILES, generate_profile  # noqa: E402
 
 
 class Handler(http.server.SimpleHTTPRequestHandler):
@@ -163,6 +165,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--size", default="200M")
     ap.add_argument("--runs", type=int, default=3, help="cold starts to measure")
+    ap.add_argument("--profile", choices=sorted(PROFILES), help="a realistic mix from bench/profiles.py "
+                    "(default: bench/loggen.py's mix)")
     ap.add_argument("--cold-only", action="store_true", help="only cold starts: loopback and 10 Mbit/s, "
                     "plain and precompressed (.br/.gz)")
     args = ap.parse_args()
@@ -175,9 +179,13 @@ def main() -> int:
     print(f"site built in {time.perf_counter() - t:.1f}s")
     index = site / "assets" / "faildex" / "index.json"
     entries = json.loads(index.read_text())["entries"]
-    failures = [f for f in ("cuda-out-of-memory", "nccl-watchdog-timeout", "elastic-child-failed") if f in entries]
     log = work / "bench.log"
-    generate(log, parse_size(args.size), 0, example_failures(ROOT, failures))
+    if args.profile:
+        failures = generate_profile(log, args.profile, parse_size(args.size), seed=0)
+    else:
+        failures = [f for f in ("cuda-out-of-memory", "nccl-watchdog-timeout", "elastic-child-failed")
+                    if f in entries]
+        generate(log, parse_size(args.size), 0, example_failures(ROOT, failures))
     size = log.stat().st_size
 
     server, origin = serve(site)
