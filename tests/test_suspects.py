@@ -188,3 +188,19 @@ def test_a_crashed_rank_is_the_suspect_and_its_line_the_evidence(index):
     crashed = [s for s in report["suspects"] if s["kind"] == "crashed"]
     assert len(crashed) == 1 and "failed first" in crashed[0]["why"]
     assert crashed[0]["evidence"][0]["source"].endswith(f"rank_{crashed[0]['rank']}.log")
+
+
+def test_a_lone_logs_trailing_number_is_not_a_rank(index, tmp_path):
+    # One log, no rank in its lines: "...-137.log" names the exit code, not rank 137, and
+    # with one input there are no "other ranks" to call collateral.
+    lone = tmp_path / "learner-killed-137.log"
+    lone.write_text("/usr/local/bin/train.sh: line 18:    36 Killed                  python3 train.py\n"
+                    "Job exited with error code 137\n")
+    report = diagnose([str(lone)], index)
+    assert report["primary"] is not None
+    assert not [s for s in report["suspects"] if s["kind"] == "crashed"], report["suspects"]
+    # the same file among per-rank logs still takes its rank from the name
+    other = tmp_path / "learner-killed-3.log"
+    other.write_text("step 10 loss 2.1\n")
+    report = diagnose([str(lone), str(other)], index)
+    assert [s["rank"] for s in report["suspects"] if s["kind"] == "crashed"] == [137]

@@ -162,11 +162,13 @@ def _hosts(sources: list) -> dict[int, str]:
     return hosts
 
 
-def _source_rank(src) -> int | None:
-    """The one rank an input belongs to: a single rank in its lines, else its file name."""
+def _source_rank(src, one_of_several: bool = True) -> int | None:
+    """The one rank an input belongs to: a single rank in its lines, else its file name
+    when it is one of several inputs (one log per rank): the trailing number of a lone
+    log's name ("learner-killed-137.log") is no rank."""
     if len(src.ranks) == 1:
         return next(iter(src.ranks))
-    if not src.ranks:
+    if not src.ranks and one_of_several:
         return frdump.rank_from_name(src.name.rsplit(".", 1)[0] if src.name.endswith(".gz") else src.name)
     return None
 
@@ -181,7 +183,7 @@ def from_logs(report: dict, sources: list, index: dict) -> list[dict]:
         rank = first.get("rank")
         if rank is None:
             src = next((s for s in sources if s.name == first["source"]), None)
-            rank = _source_rank(src) if src is not None else None
+            rank = _source_rank(src, len(sources) > 1) if src is not None else None
         if rank is not None:
             crashed = rank
             s = {"rank": rank, "kind": "crashed",
@@ -199,7 +201,7 @@ def from_logs(report: dict, sources: list, index: dict) -> list[dict]:
         hang = getattr(src, "hang", None)
         if hang is None:
             continue
-        own = _source_rank(src)
+        own = _source_rank(src, len(sources) > 1)
         seen_ranks |= set(src.ranks)
         if own is not None:
             seen_ranks.add(own)
