@@ -56,6 +56,11 @@ class Plan:
         for a in sorted({a.encode() for a in anchors}):
             by_first.setdefault(a[0], []).append(a)
         self.passes = [re.compile(_trie(group)) for _, group in sorted(by_first.items())]
+        # A host may find the anchors itself (set_hit_finder): the browser's worker hands
+        # each chunk to the JavaScript regex engine, which compiles one alternation of the
+        # same anchors to machine code where sre in WebAssembly runs each pass 2-4x slower.
+        every_anchor = sorted({a for group in by_first.values() for a in group})
+        self.find_hits = _hit_finder(every_anchor) if _hit_finder else None
         # On a candidate line, which anchors are there? One overlapping search of the
         # same trie (a lookahead matches at every position) over the line, instead of
         # an `in` test per anchor. The trie stops at the shortest anchor, so an anchor
@@ -232,14 +237,22 @@ class Source:
             self._head(buf, end)
         spans: dict[int, int] = {}   # candidate segment start -> end
         cr = b"\r" in buf
-        for rx in plan.passes:
-            search = rx.search
-            m = search(buf, 0, end)
-            while m:
-                pos = m.start()
+        if plan.find_hits is not None:
+            stop = 0
+            for pos in plan.find_hits(buf, end):
+                if pos < stop:
+                    continue        # a further anchor on a line already taken
                 start, stop = _segment(buf, pos, cr)
                 spans[start] = max(spans.get(start, 0), stop)
-                m = search(buf, max(stop, pos + 1), end)
+        else:
+            for rx in plan.passes:
+                search = rx.search
+                m = search(buf, 0, end)
+                while m:
+                    pos = m.start()
+                    start, stop = _segment(buf, pos, cr)
+                    spans[start] = max(spans.get(start, 0), stop)
+                    m = search(buf, max(stop, pos + 1), end)
         if spans:
             counted_to, line_no = 0, self.lines
             for start in sorted(spans):
@@ -450,6 +463,18 @@ def _flattened(text: str) -> list[str]:
     """The lines of a JSON-escaped multi-line string held in one log line."""
     unescaped = _ESCAPES.sub(lambda m: {"n": "\n", "r": "\n", "t": "\t"}.get(m.group(1), m.group(1)), text)
     return [p for p in unescaped.split("\n") if p.strip()][:200]
+
+
+_hit_finder = None
+
+
+def set_hit_finder(factory) -> None:
+    """Let the host find the anchors: factory(anchors: list[bytes]) returns a function
+    (buf: bytes, end: int) -> ascending start offsets in buf[:end] at which some anchor
+    occurs, at least one on every line that holds one. Plans made afterwards use it in
+    place of their regex passes; None restores them."""
+    global _hit_finder
+    _hit_finder = factory
 
 
 def _trie(words: list[bytes]) -> bytes:
