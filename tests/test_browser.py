@@ -357,3 +357,28 @@ def test_first_move_is_on_the_first_screen_and_commands_are_not_under_the_copy_b
         "torchrun-rendezvous-timeout"
     pg.screenshot(path=str(SHOTS / "not-found.png"))
     context.close()
+
+
+def test_browser_anchor_search_finds_what_the_cli_finds(page, index, root, tmp_path):
+    # The worker hands the anchor search to JavaScript's regex engine (faildex.scan.
+    # set_hit_finder); every candidate line, hence every finding, must be the CLI's.
+    from faildex import diagnose
+    logs = sorted((root / "tests" / "corpus" / "dev").glob("*.log"))
+    mixed = tmp_path / "mixed.log"
+    mixed.write_bytes(b"".join(p.read_bytes().rstrip(b"\n") + b"\n" for p in logs))
+    page.set_input_files("[data-testid=file-input]", str(mixed))
+    diagnose_and_wait(page)
+    with page.expect_download() as dl:
+        page.click("[data-testid=download-json]")
+    got = json.loads(Path(dl.value.path()).read_text())
+    want = diagnose([str(mixed)], index)
+
+    def findings(r):
+        # what was found and how often; the order of collateral findings that are
+        # incomparable in time may differ between CPython and Pyodide, and with it
+        # which of them fill the evidence list's last slots
+        return (r["primary"] and (r["primary"]["id"], r["primary"]["count"]),
+                sorted((c["id"], c["count"], c["reports"]) for c in r["collateral"]),
+                sorted(a["id"] for a in r["alternatives"]))
+    assert findings(got) == findings(want)
+    assert len(want["collateral"]) >= 5
