@@ -50,7 +50,9 @@ def _keys_for(key: str, regex: str, lits: list[str], healthy: HealthyCorpus) -> 
     when its shared literal is common in healthy output and the branches' are not."""
     if not healthy or not lits:
         return {key: lits}
-    single = min(healthy.hit_stats(x[:40])[1] for x in lits)
+    # judged as anchors are cut: without the spaces at either end ("allocate " is rare,
+    # the anchor "allocate" is on every line of Megatron's memory report)
+    single = min(healthy.hit_stats(x.strip()[:40])[1] for x in lits)
     if single <= SPLIT_ABOVE:
         return {key: lits}
     best = None

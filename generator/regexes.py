@@ -259,7 +259,7 @@ def backtracking_risks(pattern: str) -> list[str]:
 # regex fall back to a per-byte charset test (~6 ns/B whatever the bytes), and a
 # bytes.find pass costs 0.4-0.8 ns/B, so the engine runs one regex per first byte
 # and the real price of an anchor is the first byte it adds.
-GROUP_NS = 0.6           # one regex pass (0.35 measured with a rare first byte, more as its trie grows)
+GROUP_NS = 1.0           # one regex pass (0.35 measured with a rare first byte, more as its trie grows)
 OCCURRENCE_NS = 20.0     # per occurrence of the group's first byte, per byte of input
 JOIN_NS = 0.02           # one more alternative in a group that already runs
 CANDIDATE_NS = 0.02      # a candidate line (~20 us in Python) per healthy hit per MB
