@@ -319,6 +319,11 @@ def choose_anchors(required: dict[str, list[str]], healthy=None) -> tuple[list[s
         plain = 1.0 if len(sub) < 10 and all(ch.islower() or ch == " " for ch in sub) else 0.0
         # a quote or backslash is escaped when a shipper puts the line in a JSON string
         escaped = 10.0 if '"' in sub or "\\" in sub else 0.0
+        # A short piece of an identifier ("mp_rank_") is the kind of name healthy jobs
+        # print in file paths and settings (DeepSpeed's checkpoint files) even where the
+        # healthy corpus has none of them.
+        name = 1.0 if len(sub) < 12 and "_" in sub and " " not in sub else 0.0
+        escaped += name
         hits, worst = healthy.hit_stats(sub) if healthy else (0, 0.0)
         # above 0.5% of some healthy log's lines an anchor breaks the 1% candidate budget
         return (short + plain + escaped + CANDIDATE_NS * hits / mb + 400 * worst
