@@ -311,22 +311,24 @@ def choose_anchors(required: dict[str, list[str]], healthy=None) -> tuple[list[s
             char_freq[c] = max(healthy.char_freq(c) if healthy else 0.0, 0.0005)
         return GROUP_NS + OCCURRENCE_NS * char_freq[c]
 
-    def base(sub: str) -> float:
+    def static(sub: str) -> float:
         # short needles hit by chance in text the healthy corpus lacks ("(min, max) time")
         short = 0.4 * (7 - len(sub)) if len(sub) < 7 else 0.0
         # Plain lowercase words ("f the", "quire") are everywhere in real logs (warnings,
         # tracebacks) even where the healthy corpus has none of them.
         plain = 1.0 if len(sub) < 10 and all(ch.islower() or ch == " " for ch in sub) else 0.0
+        return short + plain
+
+    def base(sub: str) -> float:
         # a quote or backslash is escaped when a shipper puts the line in a JSON string
         escaped = 10.0 if '"' in sub or "\\" in sub else 0.0
         # A short piece of an identifier ("mp_rank_") is the kind of name healthy jobs
         # print in file paths and settings (DeepSpeed's checkpoint files) even where the
         # healthy corpus has none of them.
         name = 1.0 if len(sub) < 12 and "_" in sub and " " not in sub else 0.0
-        escaped += name
         hits, worst = healthy.hit_stats(sub) if healthy else (0, 0.0)
         # above 0.5% of some healthy log's lines an anchor breaks the 1% candidate budget
-        return (short + plain + escaped + CANDIDATE_NS * hits / mb + 400 * worst
+        return (static(sub) + escaped + name + CANDIDATE_NS * hits / mb + 400 * worst
                 + (50 if worst > 0.005 else 0))
 
     def cost(sub: str) -> float:
@@ -337,13 +339,9 @@ def choose_anchors(required: dict[str, list[str]], healthy=None) -> tuple[list[s
     anchors: list[str] = []
     assigned: dict[str, str] = {}
 
-    def static(sub: str) -> float:
-        # the part of base() that needs no corpus lookup: a bound for the heap
-        short = 0.4 * (7 - len(sub)) if len(sub) < 7 else 0.0
-        plain = 1.0 if len(sub) < 10 and all(ch.islower() or ch == " " for ch in sub) else 0.0
-        return JOIN_NS + short + plain
-
-    heap = [(-len(keys & uncovered) / static(s), -len(s), s)
+    # bound for the heap: the cheapest a substring could be (in a paid group, no
+    # corpus lookup yet)
+    heap = [(-len(keys & uncovered) / (JOIN_NS + static(s)), -len(s), s)
             for s, keys in candidates.items() if keys & uncovered]
     heapq.heapify(heap)
     by_first: dict[str, list[str]] = {}

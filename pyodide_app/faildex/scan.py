@@ -52,20 +52,19 @@ class Plan:
         anchors = list(index["anchors"])
         if baseline_mode:
             anchors += [a for a in BASELINE_ANCHORS if a not in anchors]
+        every = sorted({a.encode() for a in anchors})
         by_first: dict[int, list[bytes]] = {}
-        for a in sorted({a.encode() for a in anchors}):
+        for a in every:
             by_first.setdefault(a[0], []).append(a)
         self.passes = [re.compile(_trie(group)) for _, group in sorted(by_first.items())]
         # A host may find the anchors itself (set_hit_finder): the browser's worker hands
         # each chunk to the JavaScript regex engine, which compiles one alternation of the
         # same anchors to machine code where sre in WebAssembly runs each pass 2-4x slower.
-        every_anchor = sorted({a for group in by_first.values() for a in group})
-        self.find_hits = _hit_finder(every_anchor) if _hit_finder else None
+        self.find_hits = _hit_finder(every) if _hit_finder else None
         # On a candidate line, which anchors are there? One overlapping search of the
         # same trie (a lookahead matches at every position) over the line, instead of
         # an `in` test per anchor. The trie stops at the shortest anchor, so an anchor
         # that extends another ("Watchdog" after "Watch") is checked with `in`.
-        every = sorted({a.encode() for a in anchors})
         self.which_rx = re.compile(b"(?=(" + _trie(every) + b"))") if every else None
         self.sigs_by_anchor: dict[bytes, list] = {a: [] for a in every}
         # Context signatures (lines healthy runs print too, read only for their facts)
@@ -245,14 +244,7 @@ class Source:
                 start, stop = _segment(buf, pos, cr)
                 spans[start] = max(spans.get(start, 0), stop)
         else:
-            for rx in plan.passes:
-                search = rx.search
-                m = search(buf, 0, end)
-                while m:
-                    pos = m.start()
-                    start, stop = _segment(buf, pos, cr)
-                    spans[start] = max(spans.get(start, 0), stop)
-                    m = search(buf, max(stop, pos + 1), end)
+            _collect_spans(plan.passes, buf, end, cr, spans)
         if spans:
             counted_to, line_no = 0, self.lines
             for start in sorted(spans):
@@ -306,15 +298,7 @@ class Source:
         region = buf[:min(end, HEAD_BYTES)]
         plan = self.plan
         spans: dict[int, int] = {}
-        cr = b"\r" in region
-        for rx in plan.head_passes:
-            search = rx.search
-            m = search(region)
-            while m:
-                pos = m.start()
-                start, stop = _segment(region, pos, cr)
-                spans[start] = max(spans.get(start, 0), stop)
-                m = search(region, max(stop, pos + 1))
+        _collect_spans(plan.head_passes, region, len(region), b"\r" in region, spans)
         counted_to, line_no = 0, self.lines
         latest: dict[int, tuple] = {}   # signature -> its last match, once KEEP_FIRST are kept
         key_lines = self.head_key_lines
@@ -335,17 +319,17 @@ class Source:
                     continue
                 if text is None:
                     text = strip_ansi(seg.decode("utf-8", "replace"))
-                m = rx.search(text.rstrip("\r\n"))
+                m = rx.search(text)
                 if not m:
                     continue
                 line_no += region.count(b"\n", counted_to, start)
                 counted_to = start
                 if len(self.findings.get(n, ())) <= KEEP_FIRST:
-                    self._record(n, self._context_finding(line_no + 1, text.rstrip("\r\n"), m))
+                    self._record(n, self._context_finding(line_no + 1, text, m))
                 else:
                     # counted now, placed once: the prefix is parsed for the last one only
                     self.counts[n] += 1
-                    latest[n] = (line_no + 1, text.rstrip("\r\n"), m)
+                    latest[n] = (line_no + 1, text, m)
         for n, (line, text, m) in latest.items():
             self.findings[n][-1] = self._context_finding(line, text, m)
 
@@ -497,6 +481,19 @@ def _trie(words: list[bytes]) -> bytes:
         else:
             parts.append(re.escape(first) + b"(?:" + _trie(rests) + b")")
     return b"|".join(parts)
+
+
+def _collect_spans(passes, buf: bytes, end: int, cr: bool, spans: dict[int, int]) -> None:
+    """Each line of buf[:end] holding a hit of one of the passes: start -> end in spans.
+    After a hit, a pass goes on from the end of its line."""
+    for rx in passes:
+        search = rx.search
+        m = search(buf, 0, end)
+        while m:
+            pos = m.start()
+            start, stop = _segment(buf, pos, cr)
+            spans[start] = max(spans.get(start, 0), stop)
+            m = search(buf, max(stop, pos + 1), end)
 
 
 def _segment(buf: bytes, pos: int, cr: bool = True) -> tuple[int, int]:
