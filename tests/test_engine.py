@@ -365,3 +365,64 @@ def test_report_links_point_at_the_site():
     from faildex.render import SITE
     site_url = _re.search(r"^site_url:\s*(\S+)", (ROOT / "mkdocs.yml").read_text(), _re.M).group(1)
     assert SITE == site_url
+
+
+# ---------------------------------------------------------------- guesses: look-alikes and nearest
+
+DEV_LOGS = sorted((ROOT / "tests" / "corpus" / "dev").glob("*.log"))
+
+
+def test_lookalikes_fill_the_alternatives_from_the_primarys_discriminators(index):
+    """With a diagnosis made, the free alternative slots hold the failures its
+    discriminators tell it from (what to rule out next), as guesses below every ranked
+    finding, each saying which check tells them apart."""
+    filled = 0
+    for log in DEV_LOGS:
+        r = diagnose([str(log)], index)
+        if r["primary"] is None:
+            continue
+        named: dict[str, list] = {}
+        for d in index["entries"][r["primary"]["id"]]["discriminators"]:
+            named.setdefault(d["elsewhere"], []).append(d["elsewhere_when"].rstrip("."))
+        ids = [a["id"] for a in r["alternatives"]]
+        assert len(ids) == len(set(ids)) and r["primary"]["id"] not in ids, log.name
+        guessed = [a for a in r["alternatives"] if a["why"].startswith("Not ruled out")]
+        ranked = [a for a in r["alternatives"] if not a["why"].startswith("Not ruled out")]
+        if guessed:
+            filled += 1
+            assert len(r["alternatives"]) <= 3, log.name
+            assert r["alternatives"][-len(guessed):] == guessed, "guesses come after ranked findings"
+        for a in guessed:
+            assert a["id"] in named and a["band"] == "guess" and a["count"] == 0, (log.name, a)
+            assert a["confidence"] <= 0.15 < r["primary"]["confidence"], (log.name, a)
+            assert any(w in a["why"] for w in named[a["id"]]), (log.name, a["why"])
+        assert len(guessed) <= max(0, 3 - len(ranked)), log.name
+    assert filled >= 20, f"only {filled} dev logs got look-alikes"
+
+
+def test_lookalikes_prefer_the_one_whose_words_the_diagnosis_does_not_explain(index):
+    """nccl-fallback-to-socket names four look-alikes; the log's own lines decide their
+    order (lines from real reports, as the entries' examples quote them)."""
+    from faildex.reason import Candidate, lookalikes
+    entries = index["entries"]
+    primary = Candidate("nccl-fallback-to-socket", entries["nccl-fallback-to-socket"])
+    refused = ("71d46aa8dab5:5241:5262 [2] include/socket.h:390 NCCL WARN Connect to 172.17.0.3<37551> "
+               "failed : Connection refused")
+    ib = ("x:1:2 [0] NCCL WARN NET/IB : Got completion from peer 10.0.0.2<1234> with error 12, "
+          "opcode 0, len 0, vendor err 129")
+    assert [a["id"] for a in lookalikes(primary, [refused], entries, set(), 1)] == ["nccl-docker-interface"]
+    assert [a["id"] for a in lookalikes(primary, [ib], entries, set(), 1)] == ["nccl-ib-retry-exceeded"]
+    assert lookalikes(primary, [ib], entries, {"nccl-ib-retry-exceeded"}, 1)[0]["id"] != "nccl-ib-retry-exceeded"
+    assert lookalikes(primary, [ib], entries, set(), 0) == []
+
+
+def test_a_log_that_ends_in_an_error_line_gets_nearest_guesses_and_one_that_goes_on_does_not(index):
+    """No signature and no exception: an error line at the end of a log is where it
+    died, and the nearest entries come back as guesses; the same line followed by a
+    healthy run's progress is something the run survived."""
+    error = "ERROR: torch.cuda memory: CUDA device out of memory while allocating the cache\n"
+    died = run_text(index, "step 1 loss 2.0\nstep 2 loss 1.9\n" + error)
+    assert died["primary"] is None and died["unmatched"]
+    assert died["alternatives"] and all(a["band"] == "guess" for a in died["alternatives"])
+    survived = run_text(index, error + "".join(f"step {i} loss 1.{i % 10}\n" for i in range(40)))
+    assert survived["primary"] is None and survived["alternatives"] == []

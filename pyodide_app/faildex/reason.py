@@ -23,9 +23,12 @@ The rules (constants below, same names):
   BASELINE_NEW      +0.05  ... it never does
   UNORDERED         x0.80  another independent failure, and time cannot order the two
   DOWNSTREAM_ONLY   x0.66, at most 0.60: the best match is a downstream report
-  NEAREST_MAX        0.25  no signature decided but an exception was raised: entries
-                           whose messages resemble the log's error lines, as
-                           alternatives only (never primary)
+  NEAREST_MAX        0.25  no signature decided but the log shows an error: entries
+                           whose messages resemble the log's error and finding lines,
+                           as alternatives only (never primary)
+  LOOKALIKE_MAX      0.15  a diagnosis was made: the look-alikes its discriminators name
+                           that nothing ranked yet, nearest to the log's lines first,
+                           fill the alternatives up to MAX_GUESSED (what to rule out next)
 """
 from __future__ import annotations
 
@@ -53,6 +56,8 @@ UNORDERED = 0.80
 DOWNSTREAM_ONLY, DOWNSTREAM_CAP = 0.66, 0.60
 CONTENDERS = 0.30          # causes within this of the best are ordered by time
 NEAREST_MAX, NEAREST_MIN_SIMILARITY = 0.25, 0.08
+LOOKALIKE_MAX, MAX_GUESSED = 0.15, 3
+ENDS_IN_ERROR_LINES = 20   # an error line this close to the end of a log: it died there
 BANDS = ((0.80, "certain"), (0.50, "likely"), (0.0, "guess"))
 
 
@@ -434,13 +439,15 @@ def tokens(text: str) -> list[str]:
     return out
 
 
-def nearest(lines: list[str], entries: dict, limit: int = 3) -> list[tuple[float, str]]:
+def nearest(lines: list[str], entries: dict, limit: int = 3, explained=()) -> list[tuple[float, str]]:
     """Entries whose messages, symptoms and examples resemble these lines: cosine of
-    tf-idf vectors (the entries' weights are precomputed in the index)."""
+    tf-idf vectors (the entries' weights are precomputed in the index). Words in
+    `explained` (those of a diagnosis already made) are left out."""
     counts: dict[str, int] = {}
     for line in lines:
         for t in set(tokens(line)):
-            counts[t] = counts.get(t, 0) + 1
+            if t not in explained:
+                counts[t] = counts.get(t, 0) + 1
     if not counts:
         return []
     scored = []
@@ -454,6 +461,44 @@ def nearest(lines: list[str], entries: dict, limit: int = 3) -> list[tuple[float
             scored.append((dot / norm, eid))
     scored.sort(key=lambda x: (-x[0], x[1]))
     return scored[:limit]
+
+
+def _probe_lines(sources: list, g: Gathered) -> list[str]:
+    """The lines a log is compared with entries' text by: its error lines and every
+    line a signature matched (context and collateral ones too)."""
+    probe = []
+    for s in sources:
+        probe += [x["text"] for x in (s.first_error, s.last_exception) if x]
+        probe += getattr(s, "error_samples", [])
+    for c in g.cands.values():
+        probe += [f["text"] for f in c.defining + c.supporting + c.collateral + c.context]
+    return probe
+
+
+def lookalikes(primary: Candidate, probe: list[str], entries: dict, ranked: set, room: int) -> list[dict]:
+    """The failures the primary's discriminators tell it apart from, that nothing ranked
+    yet: nearest to the log's lines first, in the entry's own order among equals."""
+    if room <= 0:
+        return []
+    when: dict[str, str] = {}
+    for d in primary.meta.get("discriminators", []):
+        if d["elsewhere"] not in ranked and d["elsewhere"] != primary.id and d["elsewhere"] in entries:
+            when.setdefault(d["elsewhere"], d["elsewhere_when"])
+    if not when:
+        return []
+    sim = {eid: s for s, eid in nearest(probe, {eid: entries[eid] for eid in when}, limit=len(when),
+                                        explained=set(primary.meta.get("text_vector") or ()))}
+    order = list(when)
+    picked = sorted(order, key=lambda eid: (-sim.get(eid, 0.0), order.index(eid)))[:room]
+    return [_guess(entries[eid], eid, round(max(0.05, min(LOOKALIKE_MAX, sim.get(eid, 0.0) * LOOKALIKE_MAX / 0.6)), 2),
+                   f"Not ruled out: {primary.id} is told from this by one check; it is this failure "
+                   f"when {when[eid].rstrip('.')}")
+            for eid in picked]
+
+
+def _guess(e: dict, eid: str, confidence: float, why: str) -> dict:
+    return {"id": eid, "title": e["title"], "confidence": confidence, "band": "guess", "why": why,
+            "url": e["url"], "severity": e["severity"], "first_seen": None, "count": 0, "reports": 0}
 
 
 # ---------------------------------------------------------------- assemble
@@ -544,13 +589,19 @@ def build_report(index: dict, sources: list, baseline: list | None = None, artif
     alt_out = [brief(c) for c in alternatives]
     if vetoed is not None:
         alt_out.insert(0, brief(vetoed))
-    if primary is None:
+    probe = _probe_lines(sources, g)
+    if primary is not None:
+        alt_out += lookalikes(primary, probe, entries, {a["id"] for a in alt_out},
+                              MAX_GUESSED - len(alt_out))
+    else:
         first_error = min((s.first_error for s in sources if s.first_error), key=_TIME, default=None)
         last_exc = max((s.last_exception for s in sources if s.last_exception), key=_TIME, default=None)
-        if first_error or last_exc:
-            probe = [x["text"] for x in (first_error, last_exc) if x]
-            for s in sources:
-                probe += getattr(s, "error_samples", [])
+        # Signs of a failure: an exception, a line that is not mere context, or a log
+        # that ends in error lines (healthy runs print error lines too, then go on)
+        abnormal = [c for c in g.cands.values() if c.evidence or c.collateral]
+        ends_in_error = any(s.last_error_line and s.lines - s.last_error_line < ENDS_IN_ERROR_LINES
+                            for s in sources)
+        if last_exc or abnormal or ends_in_error:
             near = nearest(probe, entries)
             unmatched = {"first_error": _public(first_error) if first_error else None,
                          "last_exception": _public(last_exc) if last_exc else None,
@@ -558,17 +609,14 @@ def build_report(index: dict, sources: list, baseline: list | None = None, artif
                          "nearest": [{"id": eid, "title": entries[eid]["title"], "url": entries[eid]["url"],
                                       "similarity": round(sim, 3)} for sim, eid in near]}
             known = {a["id"] for a in alt_out}
-            for sim, eid in (near if last_exc else []):   # a healthy run's error-ish lines get none
+            for sim, eid in near:
                 if sim < NEAREST_MIN_SIMILARITY or eid in known:
                     continue
                 e = entries[eid]
                 confidence = round(min(NEAREST_MAX, max(0.05, sim * NEAREST_MAX / 0.6)), 2)
-                alt_out.append({"id": eid, "title": e["title"], "confidence": confidence,
-                                "band": "guess", "why": f"No signature matched; the log's error lines "
-                                                       f"resemble this entry's messages (text similarity "
-                                                       f"{sim:.2f})",
-                                "url": e["url"], "severity": e["severity"], "first_seen": None,
-                                "count": 0, "reports": 0})
+                alt_out.append(_guess(e, eid, confidence, f"No signature matched; the log's error lines "
+                                                          f"resemble this entry's messages (text similarity "
+                                                          f"{sim:.2f})"))
 
     report = {
         "faildex_report": REPORT_FORMAT,

@@ -138,6 +138,7 @@ class Source:
         self.last_exception: dict | None = None
         self.error_lines = 0
         self.error_samples: list[str] = []
+        self.last_error_line = 0  # line number of the latest error line (0: none)
         self.shapes: dict[str, dict] = {}
         self.last_ts = None
         self.candidates = 0       # lines the prefilter passed to the signatures
@@ -420,6 +421,7 @@ class Source:
                 self.error_samples.append(rest[:300])
             else:
                 self.error_samples[-1] = rest[:300]
+            self.last_error_line = line_no
             if self.first_error is None:
                 self.first_error = self._later(self._where(line_no, text, meta), start, stop)
         m = _EXCEPTION.match(rest)
@@ -566,7 +568,11 @@ def merge_ranges(parts: list[Source]) -> Source:
         if part.last_exception:
             head.last_exception = dict(part.last_exception, line=part.last_exception["line"] + shift)
         head.error_lines += part.error_lines
-        head.error_samples = (head.error_samples + part.error_samples)[:MAX_ERROR_SAMPLES]
+        samples = head.error_samples + part.error_samples   # the first ones and the latest
+        head.error_samples = samples[:MAX_ERROR_SAMPLES - 1] + samples[-1:] if len(samples) > MAX_ERROR_SAMPLES \
+            else samples
+        if part.last_error_line:
+            head.last_error_line = part.last_error_line + shift
         head.candidates += part.candidates
         for sh, where in part.shapes.items():
             if sh not in head.shapes and len(head.shapes) < MAX_SHAPES:
