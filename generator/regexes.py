@@ -295,9 +295,14 @@ def choose_anchors(required: dict[str, list[str]], healthy=None) -> tuple[list[s
                 # a short branch literal ("br-"), or a whole long one when every part of
                 # it is printed by healthy jobs ("... set by environment to 1")
                 candidates.setdefault(lit, set()).add(key)
-            for length in range(MIN_ANCHOR, min(len(lit), 20) + 1):
+            for length in range(2, min(len(lit), 20) + 1):
                 for i in range(len(lit) - length + 1):
                     sub = lit[i:i + length]
+                    if length < MIN_ANCHOR and (i == 0 or sub[0].isalnum() or sub[0] == " "):
+                        # shorter only from inside a literal, starting at a punctuation
+                        # byte ("+1" of "e+1"): a rare first byte where the literal's
+                        # own first byte is a common letter
+                        continue
                     if sub.strip() != sub or not sub.strip():
                         continue
                     candidates.setdefault(sub, set()).add(key)
