@@ -204,3 +204,106 @@ def test_a_lone_logs_trailing_number_is_not_a_rank(index, tmp_path):
     other.write_text("step 10 loss 2.1\n")
     report = diagnose([str(lone), str(other)], index)
     assert [s["rank"] for s in report["suspects"] if s["kind"] == "crashed"] == [137]
+
+
+# ---------------------------------------------------------------- progress and stacks the NCCL watchdog prints
+# (tests/data/hang/nccl-logs: short excerpts of public reports, see tests/data/hang/README.md)
+
+NCCL_LOGS = HANG / "nccl-logs"
+
+
+def test_a_rank_whose_last_completed_work_is_lower_is_behind(index):
+    # vllm-project/vllm#23448: in PG GUID 67 rank 0 times out in #5730 having completed
+    # #5729; rank 3 is still in #5729 ("failure detected by watchdog at work sequence id",
+    # PyTorch 2.7 on: a line no signature anchors, seen only through suspects.SCAN_ANCHORS)
+    report = diagnose([str(NCCL_LOGS / "vllm-23448-rank-behind.log")], index)
+    assert pairs(report) == [[3, "behind"]]
+    s = report["suspects"][0]
+    assert "#5728" in s["why"] and "#5729" in s["why"] and "PG 67" in s["why"]
+    assert s["evidence"][0]["line"] == 6 and "last completed work: 5728" in s["evidence"][0]["text"]
+
+
+def test_progress_of_two_subgroups_with_the_same_pg_id_is_not_compared(index):
+    # NVIDIA/nccl#1610: PG ID 11 is GUID 119 on rank 13 and GUID 112 on rank 15, two
+    # different groups; their sequence numbers (215 and 56) say nothing about each other
+    report = diagnose([str(NCCL_LOGS / "nccl-1610-two-subgroups.log")], index)
+    assert not [s for s in report["suspects"] if s["kind"] == "behind"], report["suspects"]
+
+
+@pytest.mark.parametrize("wording,line,rank,group_rank", [
+    # mila-iqia/milabench#269
+    ("2.2-2.5", "[rank3]:[E909 09:55:46.996672294 ProcessGroupNCCL.cpp:1709] [PG 0 (default_pg) Rank 3] Timeout at "
+                "NCCL work: 2070, last enqueued NCCL work: 2082, last completed NCCL work: 2069.", 3, 3),
+    # NVIDIA/nccl#1610
+    ("2.4-2.6", " 2025-02-18 12:54 [rank13]:[E218 04:54:22.864535778 ProcessGroupNCCL.cpp:1795] [PG ID 11 PG GUID 119 "
+                "Rank 1] Exception (either an error or timeout) detected by watchdog at work: 216, last enqueued NCCL "
+                "work: 220, last completed NCCL work: 215.", 13, 1),
+    # PrimeIntellect-ai/prime-rl#3186
+    ("2.7+", "[rank13]:[E804 23:05:54.517045067 ProcessGroupNCCL.cpp:2303] [PG ID 3 PG GUID "
+             "d03ba143833c6bf31b072ffdb22f1745957fcbfb Rank 1]  failure detected by watchdog at work sequence id: 1438 "
+             "PG status: last enqueued work: 1441, last completed work: 1437", 13, 1),
+    ("dump signal", "[rank0]:[E804 23:05:54.817424543 ProcessGroupNCCL.cpp:1914] [PG ID 0 PG GUID 0(default_pg) Rank 0] "
+                    "Received a dump signal due to a collective timeout from  rank 13 and we will try our best to dump "
+                    "the debug info. Last enqueued NCCL work: 1261, last completed NCCL work: 1259.This is most likely "
+                    "caused by incorrect usages of collectives", 0, 0),
+])
+def test_every_progress_wording_is_read_with_the_global_rank(wording, line, rank, group_rank):
+    from faildex.lines import parse_prefix
+    from faildex.suspects import HangLines
+    h = HangLines()
+    meta, _ = parse_prefix(line)
+    h.add(line, meta, 1, "x.log")
+    assert len(h.items) == 1, wording
+    it = h.items[0]
+    assert (it["kind"], it["rank"], it["group_rank"]) == ("progress", rank, group_rank)
+    assert int(it["completed"]) < int(it["enqueued"])
+
+
+def _frames(index, name: str) -> list:
+    d = Diagnosis(index)
+    data = (NCCL_LOGS / name).read_bytes()
+    d.feed(name, data)
+    d.close(name)
+    return [it for it in d.sources[name].hang.items if it["kind"] == "stack"]
+
+
+@pytest.mark.parametrize("name,rank,first,count", [
+    ("prime-rl-3186-stack.log", 13, ("all_to_all_single", 4829), 5),
+    ("vllm-41160-stack.log", 3, ("broadcast", 2968), 8),
+])
+def test_the_stack_of_the_failed_collective_is_read_from_a_plain_log(index, name, rank, first, count):
+    [stack] = _frames(index, name)
+    assert stack["rank"] == rank and len(stack["frames"]) == count
+    f0 = stack["frames"][0]
+    assert (f0["func"], f0["line"]) == first and f0["file"].endswith("torch/distributed/distributed_c10d.py")
+    assert [f["at"] for f in stack["frames"]] == list(range(stack["line"] + 1, stack["line"] + 1 + count))
+    if name.startswith("prime-rl"):
+        # the "failure detected" line just before gives the stack its process group
+        assert stack["guid"].startswith("d03ba143")
+
+
+def test_frames_cut_by_another_line_end_the_stack(index, tmp_path):
+    lines = (NCCL_LOGS / "vllm-41160-stack.log").read_text().splitlines()
+    (tmp_path / "cut.log").write_text("\n".join(lines[:3] + ["step 7 loss 2.1"] + lines[3:]) + "\n")
+    d = Diagnosis(index)
+    d.feed("cut.log", (tmp_path / "cut.log").read_bytes())
+    d.close("cut.log")
+    [stack] = [it for it in d.sources["cut.log"].hang.items if it["kind"] == "stack"]
+    assert [f["func"] for f in stack["frames"]] == ["broadcast", "wrapper"]
+
+
+def test_the_rank_whose_failed_collective_differs_is_an_op_mismatch(index):
+    # constructed from the real format of prime-rl#3186 (see the README): ranks 12-14 print
+    # that report's stack, rank 15 an all_reduce called from another place
+    report = diagnose([str(NCCL_LOGS / "constructed-four-ranks-stack.log")], index)
+    assert pairs(report) == [[15, "op-mismatch"]]
+    why = report["suspects"][0]["why"]
+    assert "all_reduce" in why and "train.py:512" in why and "ranks 12,13,14" in why and "all_to_all_single" in why
+
+
+def test_two_ranks_with_different_stacks_name_nobody(index, tmp_path):
+    lines = (NCCL_LOGS / "constructed-four-ranks-stack.log").read_text().splitlines()
+    two = lines[:6] + lines[-4:]          # rank 12 and rank 15: no majority
+    (tmp_path / "two.log").write_text("\n".join(two) + "\n")
+    report = diagnose([str(tmp_path / "two.log")], index)
+    assert not report["suspects"], report["suspects"]

@@ -16,7 +16,7 @@ import re
 
 from . import context
 from .lines import fold, parse_prefix, strip_ansi
-from .suspects import HangLines
+from .suspects import SCAN_ANCHORS, STACK_BYTES, HangLines
 
 WINDOW = 4096            # bytes kept on each side of a hit inside a very long line
 MAX_CARRY = 1 << 20      # a partial line longer than this is scanned in windows
@@ -50,6 +50,8 @@ class Plan:
 
     def __init__(self, index: dict, baseline_mode: bool = False):
         anchors = list(index["anchors"])
+        # lines the suspects need (suspects.HangLines) that no signature may anchor
+        anchors += [a for a in SCAN_ANCHORS if a not in anchors]
         if baseline_mode:
             anchors += [a for a in BASELINE_ANCHORS if a not in anchors]
         every = sorted({a.encode() for a in anchors})
@@ -356,6 +358,12 @@ class Source:
             self.ranks.add(meta["rank"])
         context.extract(text, self.facts)
         self.hang.add(text, meta, line_no, self.name)
+        if self.hang.wants_following():
+            # a watchdog's "Stack trace of the failed collective:": its frames are the next
+            # lines, which hold no anchor (frames cut by the end of the buffer are lost)
+            hi = min(self._end, stop + STACK_BYTES)
+            following = buf[stop:hi].decode("utf-8", "replace").replace("\r", "").split("\n")
+            self.hang.add_following(following[1:] if buf[stop:stop + 1] in (b"\n", b"\r") else following)
         where = None
         tried: set[int] = set()
         for a in anchors:

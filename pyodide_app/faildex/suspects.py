@@ -24,21 +24,51 @@ MAX_LINES = 4096          # hang lines kept per input
 MAX_SUSPECTS = 64
 MAX_EVIDENCE = 6
 
-# What the waiting ranks print, across PyTorch releases (ProcessGroupNCCL.cpp
-# watchdog and WorkNCCL::checkTimeout; Gloo's unbound_buffer.cc).
-_PG = r"(?:\[PG (?:ID )?(?P<pg>\d+)(?: PG GUID (?P<guid>[^\s\]]+))? )?\[?Rank (?P<rank>\d+)\] "
+# What the waiting ranks print, across PyTorch releases (ProcessGroupNCCL.cpp; Gloo's
+# unbound_buffer.cc). The log prefix (ProcessGroupNCCL::createLogPrefix) was "[Rank R] ",
+# "[PG N Rank R] ", "[PG N (desc) Rank R] " (2.4-2.5) and is "[PG ID N PG GUID G(desc) Rank R] ";
+# R is the rank within that process group: the global rank is the "[rankN]:" prefix.
+_PG = (r"(?:\[PG (?:ID )?(?P<pg>\d+)(?: PG GUID (?P<guid>[^\s\]]+)| \([^()\]]{1,80}\))? )?"
+       r"\[?Rank (?P<rank>\d+)\] ")
+# WorkNCCL::checkTimeout (operator<< of WorkNCCL)
 _WATCHDOG = re.compile(_PG + r"Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(?P<seq>\d+), "
                        r"OpType=(?P<op>\w+)(?:, NumelIn=(?P<numel_in>\d+), NumelOut=(?P<numel_out>\d+))?"
                        r"(?:, Timeout\(ms\)=(?P<timeout_ms>\d+))?")
+# A rank's progress in its process group, every wording the watchdog has used:
+#   ProcessGroupNCCL::workCleanupLoop / watchdogHandler (2.2-2.5):
+#     "Timeout at NCCL work: S, last enqueued NCCL work: E, last completed NCCL work: C."
+#   watchdogHandler (2.4-2.6): "Exception (either an error or timeout) detected by watchdog at
+#     work: S, last enqueued NCCL work: E, last completed NCCL work: C." (and "NCCL error is
+#     detected by watchdog at work: S, ...")
+#   Watchdog::runLoop (2.7 on): " failure detected by watchdog at work sequence id: S PG status:
+#     last enqueued work: E, last completed work: C"
 _PROGRESS = re.compile(_PG + r".{0,200}?(?:at work|at NCCL work|work sequence id): (?P<seq>\d+)[,.]? "
                        r"(?:PG status: )?last enqueued (?:NCCL )?work: (?P<enqueued>-?\d+)"
                        r"(?:, last completed (?:NCCL )?work: (?P<completed>-?\d+))?")
+#   HeartbeatMonitor::getNCCLWatchdogTimeoutErrorMsg (2.5 on), printed by every rank of the
+#   group when one times out, the waiting ones and the one they wait for alike:
+#     "Received a dump signal due to a collective timeout from {this local rank| rank R} and we
+#     will try our best to dump the debug info. Last enqueued NCCL work: E, last completed NCCL work: C."
+_DUMP_SIGNAL = re.compile(_PG + r"Received a dump signal due to a collective timeout from .{1,40}? and we will "
+                          r"try our best to dump the debug info\. Last enqueued NCCL work: (?P<enqueued>-?\d+), "
+                          r"last completed NCCL work: (?P<completed>-?\d+)")
+# WorkNCCL::printTraceback (2.6 on), right after the "failure detected" line: the Python stack
+# that created the failed collective, as the flight recorder captured it; the frames follow on
+# lines of their own, "#0 all_reduce from .../distributed_c10d.py:2696" (FlightRecorder's
+# Entry::getTraceback: '#' idx ' ' funcname " from " filename ':' lineno).
+_STACK_HEAD = re.compile(r"Stack trace of the failed collective:\s*$")
+_FRAME = re.compile(r"^#(?P<n>\d{1,4}) (?P<func>\S{1,300}) from (?P<file>\S{1,1000}):(?P<line>\d{1,9})\s*$")
+MAX_FRAMES = 24           # frames kept of one stack
+STACK_BYTES = 16384       # how far after the header the scan looks for its frames
 _GLOO = re.compile(r"Timed out waiting (?P<timeout_ms>\d+)ms for (?P<op>send|recv) operation to complete")
 # Gloo: a rank waiting in a collective whose peer has gone (exited after its own timeout)
 _PEER_GONE = re.compile(r"(?:Connection closed by peer|Read error) \[[^\]]{1,80}\]:\d+")
 _WORLD = re.compile(r"\bsize: (?P<size>\d+), global rank: (?P<rank>\d+)")
-_KEYS = ("Watchdog caught", "last enqueued", "Timed out waiting", "global rank:", "Connection closed by peer",
-         "Read error [")
+_KEYS = ("Watchdog caught", "last enqueued", "Last enqueued", "Timed out waiting", "global rank:",
+         "Connection closed by peer", "Read error [", "failed collective:")
+# Lines above that no signature's anchor need catch: the scan adds these to its anchors
+# (scan.Plan), so that HangLines sees them. Each is absent from entries/healthy/*.log.
+SCAN_ANCHORS = ("failure detected by watchdog", "failed collective:")
 
 
 class HangLines:
@@ -48,14 +78,21 @@ class HangLines:
         self.items: list[dict] = []
         self.dropped = 0
         self.world_size = None
+        self._group: dict[int, dict] = {}   # rank -> its latest {pg, guid}
+        self._stack = None                  # a stack item waiting for its frames
 
     def add(self, text: str, meta: dict, line_no: int, source: str) -> None:
         if not any(k in text for k in _KEYS):
             return
+        self._stack = None
         m = _WATCHDOG.search(text)
         kind = "watchdog"
         if not m:
             m, kind = _PROGRESS.search(text), "progress"
+        if not m:
+            m, kind = _DUMP_SIGNAL.search(text), "progress"
+        if not m:
+            m, kind = _STACK_HEAD.search(text), "stack"
         if not m:
             m, kind = _GLOO.search(text), "gloo"
         if not m:
@@ -71,12 +108,36 @@ class HangLines:
         item = {k: v for k, v in m.groupdict().items() if v is not None}
         item.update(kind=kind, source=source, line=line_no, text=text[:500])
         if "rank" in item:
-            item["rank"] = int(item["rank"])
+            # "[Rank R]" is the rank in the process group; "[rankN]:" the global one
+            item["group_rank"] = int(item["rank"])
+            item["rank"] = meta.get("rank", item["group_rank"])
         elif "rank" in meta:
             item["rank"] = meta["rank"]
         if "host" in meta:
             item["host"] = meta["host"]
+        if kind == "progress" and "rank" in item:
+            self._group[item["rank"]] = {k: item[k] for k in ("pg", "guid") if k in item}
+        elif kind == "stack":
+            # the stack belongs to the failure the same rank reported just before it
+            item.update(self._group.get(item.get("rank"), {}), frames=[])
+            self._stack = item
         self.items.append(item)
+
+    def wants_following(self) -> bool:
+        """Did the last line open a stack whose frames are on the next lines?"""
+        return self._stack is not None
+
+    def add_following(self, lines: list[str]) -> None:
+        """The lines after a stack header: its frames, "#0 ...", "#1 ...", up to the first other line."""
+        item, self._stack = self._stack, None
+        if item is None:
+            return
+        for k, line in enumerate(lines[:MAX_FRAMES]):
+            f = _FRAME.match(line.strip())
+            if not f or int(f.group("n")) != k:
+                break
+            item["frames"].append({"func": f.group("func"), "file": f.group("file"), "line": int(f.group("line")),
+                                   "at": item["line"] + 1 + k, "text": line.strip()[:300]})
 
     def merge(self, other: "HangLines", shift: int) -> None:
         """Append the lines of the next range of the same input (parallel scan)."""
@@ -254,7 +315,7 @@ def from_logs(report: dict, sources: list, index: dict) -> list[dict]:
         by_seq: dict[tuple, dict[int, dict]] = {}
         for r, it in waiting.items():
             if "seq" in it:
-                by_seq.setdefault((it.get("pg", ""), it["seq"]), {})[r] = it
+                by_seq.setdefault((_pg(it), it["seq"]), {})[r] = it
         for (pg, seq), per in sorted(by_seq.items()):
             for kind, key in (("op-mismatch", "op"), ("size-mismatch", "numel_in"), ("size-mismatch", "numel_out")):
                 values = {r: it.get(key) for r, it in per.items() if it.get(key) is not None}
@@ -287,7 +348,7 @@ def from_logs(report: dict, sources: list, index: dict) -> list[dict]:
     done: dict[int, tuple] = {}
     for it in items:
         if it["kind"] == "progress" and "completed" in it:
-            done.setdefault((it.get("pg", ""), it["rank"]), (int(it["completed"]), it))
+            done.setdefault((_pg(it), it["rank"]), (int(it["completed"]), it))
     per_pg: dict[str, dict[int, tuple]] = {}
     for (pg, r), v in done.items():
         per_pg.setdefault(pg, {})[r] = v
@@ -302,7 +363,73 @@ def from_logs(report: dict, sources: list, index: dict) -> list[dict]:
                                  "why": f"rank {r}'s last completed work{' in PG ' + pg if pg else ''} is "
                                         f"#{low}; other ranks completed up to #{high}",
                                  "evidence": [_ev(ranks[r][1])]})
+    suspects += _from_stacks(items)
     return suspects
+
+
+def _pg(it: dict) -> str:
+    """The process group a line is about: its GUID where printed (PG IDs are per rank
+    and repeat across subgroups: NVIDIA/nccl#1610 shows PG ID 11 as GUIDs 112 and 119)."""
+    if "guid" in it:
+        return it["guid"].split("(", 1)[0]
+    return it.get("pg", "")
+
+
+def _from_stacks(items: list[dict]) -> list[dict]:
+    """Ranks whose failed collective (the watchdog's "Stack trace of the failed collective")
+    is another collective, or was called from another place, than most ranks' in the same
+    process group: `op-mismatch`, as stacks.py names a rank in another collective."""
+    per_pg: dict[str, dict[int, dict]] = {}
+    for it in items:
+        if it["kind"] == "stack" and it.get("frames"):
+            per_pg.setdefault(_pg(it), {}).setdefault(it["rank"], it)
+    out = []
+    for pg, per in sorted(per_pg.items()):
+        if len(per) < 2:
+            continue
+        where = {r: _call(it["frames"]) for r, it in per.items()}
+        groups: dict[tuple, list[int]] = {}
+        for r in sorted(where):
+            groups.setdefault(where[r], []).append(r)
+        usual = max(groups, key=lambda k: (len(groups[k]), -groups[k][0]))
+        if len(groups) < 2 or len(groups[usual]) * 2 <= len(per):
+            continue          # no majority: the stacks alone cannot tell who is odd
+        ref = per[groups[usual][0]]
+        for key, rs in groups.items():
+            if key == usual:
+                continue
+            for r in rs:
+                out.append({"rank": r, "kind": "op-mismatch",
+                            "why": f"rank {r}'s failed collective is {_show(key)} where {_ranks(groups[usual])} "
+                                   f"failed in {_show(usual)}{' (PG ' + pg + ')' if pg else ''} "
+                                   f"(stack trace of the failed collective)",
+                            "evidence": [_frame_ev(per[r]), _frame_ev(ref)]})
+    return out
+
+
+def _call(frames: list[dict]) -> tuple:
+    """(collective, first caller outside torch.distributed) of a failed collective's stack."""
+    op = frames[0]["func"] if frames[0]["file"].endswith("distributed_c10d.py") else None
+    for f in frames:
+        path = f["file"].replace("\\", "/")
+        if "/torch/distributed/" in path or (stacks._base(path), f["func"]) in stacks._PASS_THROUGH:
+            continue
+        return op, f"{f['func']} ({stacks._base(path)}:{f['line']})"
+    return op, None
+
+
+def _show(key: tuple) -> str:
+    op, site = key
+    return (op or "?") + (f" called from {site}" if site else "")
+
+
+def _frame_ev(it: dict) -> dict:
+    f = it["frames"][0]
+    for g in it["frames"]:
+        if "/torch/distributed/" not in g["file"].replace("\\", "/"):
+            f = g
+            break
+    return {"source": it["source"], "line": f["at"], "text": f["text"]}
 
 
 def _is_hang_report(primary: dict) -> bool:
