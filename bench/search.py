@@ -32,6 +32,8 @@ def main() -> int:
     ap.add_argument("--site", default=str(REPO / "site"), help="the built site (default: site/)")
     ap.add_argument("--every", type=int, default=1,
                     help="measure every Nth query only (the theme's search needs ~1 s a query)")
+    ap.add_argument("--kind", choices=("line", "prefixed", "half", "short"), help="only this kind of query")
+    ap.add_argument("--find-only", action="store_true", help="measure find.js only (no wait for the theme)")
     args = ap.parse_args()
     from generator.validate import validate
     from searchkit import queries
@@ -39,7 +41,8 @@ def main() -> int:
     entries, problems = validate(REPO)
     if problems:
         raise SystemExit("entries do not validate: run faildex validate")
-    rows = queries(entries)[::args.every]
+    rows = [r for r in queries(entries) if args.kind in (None, r[0])][::args.every]
+    misses = []
     class Quiet(http.server.SimpleHTTPRequestHandler):
         def log_message(self, *a):
             pass
@@ -64,7 +67,8 @@ def main() -> int:
             pg.wait_for_function(
                 "q => document.querySelector('[data-testid=find-header]').getAttribute('data-query') === q",
                 arg=query, timeout=10_000)
-            pg.wait_for_timeout(700)   # the theme's worker answers asynchronously
+            if not args.find_only:
+                pg.wait_for_timeout(700)   # the theme's worker answers asynchronously
             ours = pg.locator("[data-testid=find-header] li").evaluate_all("els => els.map(e => e.dataset.entryId)")
             hrefs = pg.locator(".md-search-result__item > a").evaluate_all("els => els.map(e => e.href)")
             theirs = list(dict.fromkeys(m.group(1) for h in hrefs if (m := re.search(r"/entries/([a-z0-9-]+)/", h))))
@@ -73,17 +77,22 @@ def main() -> int:
                 c["n"] += 1
                 c["first"] += bool(ranked) and ranked[0] in want
                 c["top3"] += bool(set(ranked[:3]) & set(want))
+                if engine == "find.js" and not set(ranked[:3]) & set(want):
+                    misses.append(f"  {kind:8} want {want[0]:<32} got {ranked[:3]}  {query[:120]!r}")
         browser.close()
     server.shutdown()
     print(f"{'engine':10} {'kind':9} {'n':>4} {'first':>7} {'top 3':>7}")
-    for engine in ("find.js", "material"):
+    for engine in ("find.js",) if args.find_only else ("find.js", "material"):
         total = defaultdict(int)
         for kind in ("line", "prefixed", "half", "short"):
             c = score[(engine, kind)]
             for k in ("n", "first", "top3"):
                 total[k] += c[k]
-            print(f"{engine:10} {kind:9} {c['n']:4} {c['first'] / c['n']:7.1%} {c['top3'] / c['n']:7.1%}")
+            if c["n"]:
+                print(f"{engine:10} {kind:9} {c['n']:4} {c['first'] / c['n']:7.1%} {c['top3'] / c['n']:7.1%}")
         print(f"{engine:10} {'all':9} {total['n']:4} {total['first'] / total['n']:7.1%} {total['top3'] / total['n']:7.1%}")
+    if misses:
+        print("find.js, right entry not in the top 3:\n" + "\n".join(misses))
     return 0
 
 

@@ -54,6 +54,8 @@ def search_data(views, url) -> dict:
             "category": v.category_title, "summary": v.summary,
             "systems": list(d["systems"]), "downstream": bool(d.get("downstream")),
             "refines": list(d.get("refines") or []), "signatures": sigs, "prose": _prose(d),
+            # what the reader sees in the log, in the entry's words: scored like signatures
+            "seen": " ".join(clean(x["see"]) for x in d["symptoms"]),
             # when this entry and the one it refines match the same line, these decide
             "unless": [{"entry": x["elsewhere"]["entry"], "compare": x["compare"]}
                        for x in d.get("discriminators") or [] if x.get("compare")

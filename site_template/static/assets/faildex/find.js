@@ -39,8 +39,15 @@
     return { "<": left < right, "<=": left <= right, ">": left > right, ">=": left >= right }[m[2]];
   }
 
+  // Identifiers count whole and by their parts: a pasted CUBLAS_STATUS_ALLOC_FAILED
+  // meets a signature that spells CUBLAS_STATUS_(ALLOC_FAILED|...).
   function words(text) {
-    return (text.toLowerCase().match(/[a-z0-9_]+/g) || []);
+    var out = [];
+    (text.toLowerCase().match(/[a-z0-9_]+/g) || []).forEach(function (w) {
+      out.push(w);
+      if (w.indexOf("_") >= 0) w.split("_").forEach(function (p) { if (p.length > 2) out.push(p); });
+    });
+    return out;
   }
 
   function setOf(list) {
@@ -58,7 +65,7 @@
   function prepare(e) {
     var name = words([e.title, e.id.replace(/-/g, " "), e.systems.join(" ")].join(" "));
     var sigText = e.signatures.map(function (s) { return s.text + " " + s.words; }).join(" \n ");
-    var sig = words(sigText);
+    var sig = words(sigText + " \n " + (e.seen || ""));
     var sigs = e.signatures.map(function (s) {
       var rx = null;
       if (s.re) {
@@ -113,7 +120,8 @@
         }
         s.literals.forEach(function (lit) {
           // a phrase, not one word (words are scored below)
-          if (lit.length >= 8 && /\W/.test(lit) && text.indexOf(lit) >= 0) literal = Math.max(literal, s.weight * lit.length);
+          // 8 characters besides the spaces around them (" error: " is in every log)
+          if (lit.trim().length >= 8 && /\W/.test(lit) && text.indexOf(lit) >= 0) literal = Math.max(literal, s.weight * lit.length);
         });
       });
       unique.forEach(function (w) {
@@ -156,8 +164,10 @@
     });
     scored.sort(function (a, b) { return b.score - a.score || (a.entry.id < b.entry.id ? -1 : 1); });
     // below a line match, a few shared words are noise: keep hits within reach of the best
+    // Past the first three, only what scores near the best: a matched signature (3000+)
+    // must not hide the next nearest entries a cut or unusual line still resembles.
     var floor = Math.max(0.5, scored.length ? 0.05 * scored[0].score : 0);
-    scored = scored.filter(function (s) { return s.score > floor; });
+    scored = scored.filter(function (s, i) { return s.score > (i < 3 ? 0.5 : floor); });
     return scored.slice(0, limit || 10).map(function (s) {
       return { id: s.entry.id, title: s.entry.title, url: s.entry.url, summary: s.entry.summary,
                category: s.entry.category, matched: s.regex > 0, score: s.score };
