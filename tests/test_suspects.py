@@ -307,3 +307,21 @@ def test_two_ranks_with_different_stacks_name_nobody(index, tmp_path):
     (tmp_path / "two.log").write_text("\n".join(two) + "\n")
     report = diagnose([str(tmp_path / "two.log")], index)
     assert not report["suspects"], report["suspects"]
+
+
+def test_a_rank_that_never_enqueued_the_collective_is_missing(index, tmp_path):
+    # Constructed from vllm-project/vllm#23448's lines (tests/data/hang/README.md): a third
+    # rank of PG GUID 67 prints the heartbeat monitor's dump-signal line (its wording
+    # from HeartbeatMonitor::getNCCLWatchdogTimeoutErrorMsg, see suspects._DUMP_SIGNAL)
+    # with a last enqueued work below the #5730 that rank 0 times out in: it never
+    # entered that collective, which makes it the rank the others wait for.
+    real = (NCCL_LOGS / "vllm-23448-rank-behind.log").read_text()
+    odd = ("[rank5]:[E822 16:31:17.000000000 ProcessGroupNCCL.cpp:1500] [PG ID 4 PG GUID 67 Rank 5] "
+           "Received a dump signal due to a collective timeout from rank 0 and we will try our best "
+           "to dump the debug info. Last enqueued NCCL work: 5727, last completed NCCL work: 5727.\n")
+    log = tmp_path / "job.log"
+    log.write_text(real + odd)
+    report = diagnose([str(log)], index)
+    assert pairs(report) == [[5, "missing"]], report["suspects"]
+    why = report["suspects"][0]["why"]
+    assert "#5730" in why and "#5727" in why and "never entered" in why

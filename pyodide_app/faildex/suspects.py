@@ -352,6 +352,27 @@ def from_logs(report: dict, sources: list, index: dict) -> list[dict]:
     per_pg: dict[str, dict[int, tuple]] = {}
     for (pg, r), v in done.items():
         per_pg.setdefault(pg, {})[r] = v
+    # a rank whose last enqueued work is below the collective the others time out in
+    # never entered it (ProcessGroupNCCL's progress lines print both numbers)
+    enq: dict[str, dict[int, dict]] = {}
+    for it in items:
+        if it["kind"] == "progress" and it.get("enqueued") is not None:
+            cur = enq.setdefault(_pg(it), {}).get(it["rank"])
+            if cur is None or (cur.get("seq") is None and it.get("seq") is not None):
+                enq[_pg(it)][it["rank"]] = it
+    for pg, ranks in sorted(enq.items()):
+        stuck = [int(it["seq"]) for it in ranks.values() if it.get("seq") is not None]
+        if len(ranks) < 2 or not stuck:
+            continue
+        target = max(set(stuck), key=lambda v: (stuck.count(v), v))
+        at = [r for r, it in ranks.items() if it.get("seq") is not None and int(it["seq"]) == target]
+        for r, it in sorted(ranks.items()):
+            if int(it["enqueued"]) < target and r not in at:
+                suspects.append({"rank": r, "kind": "missing",
+                                 "why": f"{_ranks(sorted(at))} time out in #{target}"
+                                        f"{' of PG ' + pg if pg else ''}; rank {r}'s last enqueued work "
+                                        f"is #{it['enqueued']}: it never entered that collective",
+                                 "evidence": [_ev(it), _ev(ranks[at[0]])]})
     for pg, ranks in sorted(per_pg.items()):
         values = {r: v[0] for r, v in ranks.items()}
         if len(ranks) < 2 or len(set(values.values())) < 2:
