@@ -209,6 +209,22 @@ def test_try_an_example(page):
     assert diagnose_and_wait(page) == choice
 
 
+@pytest.mark.parametrize("log,rank,kind", [
+    ("vllm-23448-rank-behind.log", "3", "behind"),            # real: the watchdog's progress lines
+    ("constructed-four-ranks-stack.log", "15", "op-mismatch"),  # the stacks of the failed collective
+])
+def test_pasted_watchdog_lines_name_the_suspect_rank(page, root, log, rank, kind):
+    # tests/data/hang/nccl-logs: the lines only suspects.SCAN_ANCHORS catch, found by the
+    # worker's JavaScript anchor search, and a stack read from the lines after its header
+    text = (root / "tests" / "data" / "hang" / "nccl-logs" / log).read_text()
+    page.fill("[data-testid=log-input]", text)
+    diagnose_and_wait(page)
+    suspects = page.locator("[data-testid=suspects] > ul > li")
+    assert suspects.count() == 1
+    assert suspects.first.get_attribute("data-rank") == rank
+    assert suspects.first.get_attribute("data-kind") == kind
+
+
 def test_dropped_flight_recorder_dumps_name_the_suspect_rank(page, root):
     # The real pickle dumps of tests/data/hang/op (rank 3 broadcasts where the others
     # all_reduce), dropped on the page as binary files.
