@@ -31,8 +31,8 @@ def js_regex(pattern: str) -> str | None:
 
 
 def _prose(d: dict) -> str:
+    # the symptoms travel apart, as "seen", scored like signature text
     parts = [d["quick_answer"], d["root_cause"], d.get("misread_as") or ""]
-    parts += [s["see"] for s in d["symptoms"]]
     return " ".join(clean(p) for p in parts)
 
 

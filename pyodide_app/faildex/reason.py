@@ -478,8 +478,6 @@ def _probe_lines(sources: list, g: Gathered) -> list[str]:
 def lookalikes(primary: Candidate, probe: list[str], entries: dict, ranked: set, room: int) -> list[dict]:
     """The failures the primary's discriminators tell it apart from, that nothing ranked
     yet: nearest to the log's lines first, in the entry's own order among equals."""
-    if room <= 0:
-        return []
     when: dict[str, str] = {}
     for d in primary.meta.get("discriminators", []):
         if d["elsewhere"] not in ranked and d["elsewhere"] != primary.id and d["elsewhere"] in entries:
@@ -488,8 +486,7 @@ def lookalikes(primary: Candidate, probe: list[str], entries: dict, ranked: set,
         return []
     sim = {eid: s for s, eid in nearest(probe, {eid: entries[eid] for eid in when}, limit=len(when),
                                         explained=set(primary.meta.get("text_vector") or ()))}
-    order = list(when)
-    picked = sorted(order, key=lambda eid: (-sim.get(eid, 0.0), order.index(eid)))[:room]
+    picked = sorted(when, key=lambda eid: -sim.get(eid, 0.0))[:max(room, 0)]   # stable: entry order
     return [_guess(entries[eid], eid, round(max(0.05, min(LOOKALIKE_MAX, sim.get(eid, 0.0) * LOOKALIKE_MAX / 0.6)), 2),
                    f"Not ruled out: {primary.id} is told from this by one check; it is this failure "
                    f"when {when[eid].rstrip('.')}")
@@ -589,20 +586,20 @@ def build_report(index: dict, sources: list, baseline: list | None = None, artif
     alt_out = [brief(c) for c in alternatives]
     if vetoed is not None:
         alt_out.insert(0, brief(vetoed))
-    probe = _probe_lines(sources, g)
     if primary is not None:
-        alt_out += lookalikes(primary, probe, entries, {a["id"] for a in alt_out},
-                              MAX_GUESSED - len(alt_out))
+        if len(alt_out) < MAX_GUESSED:
+            alt_out += lookalikes(primary, _probe_lines(sources, g), entries, {a["id"] for a in alt_out},
+                                  MAX_GUESSED - len(alt_out))
     else:
         first_error = min((s.first_error for s in sources if s.first_error), key=_TIME, default=None)
         last_exc = max((s.last_exception for s in sources if s.last_exception), key=_TIME, default=None)
         # Signs of a failure: an exception, a line that is not mere context, or a log
         # that ends in error lines (healthy runs print error lines too, then go on)
-        abnormal = [c for c in g.cands.values() if c.evidence or c.collateral]
+        abnormal = any(c.evidence or c.collateral for c in g.cands.values())
         ends_in_error = any(s.last_error_line and s.lines - s.last_error_line < ENDS_IN_ERROR_LINES
                             for s in sources)
         if last_exc or abnormal or ends_in_error:
-            near = nearest(probe, entries)
+            near = nearest(_probe_lines(sources, g), entries)
             unmatched = {"first_error": _public(first_error) if first_error else None,
                          "last_exception": _public(last_exc) if last_exc else None,
                          "error_lines": sum(s.error_lines for s in sources),

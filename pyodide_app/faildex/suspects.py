@@ -345,21 +345,19 @@ def from_logs(report: dict, sources: list, index: dict) -> list[dict]:
                                      "why": f"rank {r} times out at SeqNum {v}, the others at {common}",
                                      "evidence": [_ev(waiting[r])]})
     # the rank whose last completed work is lowest
-    done: dict[int, tuple] = {}
-    for it in items:
-        if it["kind"] == "progress" and "completed" in it:
-            done.setdefault((_pg(it), it["rank"]), (int(it["completed"]), it))
+    # per process group and rank: its first progress line with a completed count (for
+    # `behind`) and its progress line that names the work it times out in, else its first
     per_pg: dict[str, dict[int, tuple]] = {}
-    for (pg, r), v in done.items():
-        per_pg.setdefault(pg, {})[r] = v
+    enq: dict[str, dict[int, dict]] = {}
+    for it in (it for it in items if it["kind"] == "progress"):
+        pg = _pg(it)
+        if "completed" in it:
+            per_pg.setdefault(pg, {}).setdefault(it["rank"], (int(it["completed"]), it))
+        cur = enq.setdefault(pg, {}).get(it["rank"])
+        if cur is None or (cur.get("seq") is None and it.get("seq") is not None):
+            enq[pg][it["rank"]] = it
     # a rank whose last enqueued work is below the collective the others time out in
     # never entered it (ProcessGroupNCCL's progress lines print both numbers)
-    enq: dict[str, dict[int, dict]] = {}
-    for it in items:
-        if it["kind"] == "progress" and it.get("enqueued") is not None:
-            cur = enq.setdefault(_pg(it), {}).get(it["rank"])
-            if cur is None or (cur.get("seq") is None and it.get("seq") is not None):
-                enq[_pg(it)][it["rank"]] = it
     for pg, ranks in sorted(enq.items()):
         stuck = [int(it["seq"]) for it in ranks.values() if it.get("seq") is not None]
         if len(ranks) < 2 or not stuck:
