@@ -414,10 +414,31 @@ def test_lookalikes_prefer_the_one_whose_words_the_diagnosis_does_not_explain(in
     ib = quoted("nccl-ib-retry-exceeded", "Got completion from peer")
     table = index["entries"]
     primary = Candidate("nccl-fallback-to-socket", table["nccl-fallback-to-socket"])
-    assert [a["id"] for a in lookalikes(primary, [refused], table, set(), 1)] == ["nccl-docker-interface"]
-    assert [a["id"] for a in lookalikes(primary, [ib], table, set(), 1)] == ["nccl-ib-retry-exceeded"]
-    assert lookalikes(primary, [ib], table, {"nccl-ib-retry-exceeded"}, 1)[0]["id"] != "nccl-ib-retry-exceeded"
-    assert lookalikes(primary, [ib], table, set(), 0) == []
+    assert [a["id"] for a in lookalikes(primary, [refused], table, set(), 1, {})] == ["nccl-docker-interface"]
+    assert [a["id"] for a in lookalikes(primary, [ib], table, set(), 1, {})] == ["nccl-ib-retry-exceeded"]
+    assert lookalikes(primary, [ib], table, {"nccl-ib-retry-exceeded"}, 1, {})[0]["id"] != "nccl-ib-retry-exceeded"
+    assert lookalikes(primary, [ib], table, set(), 0, {}) == []
+
+
+def test_a_lookalike_whose_check_the_log_cannot_make_comes_first_and_one_it_rules_out_goes(index):
+    """worker-sigkill-host-oom tells itself from the Slurm and Kubernetes memory-limit
+    kills by the constraint in the kernel's oom-kill line. Without that line (a bare
+    exit -9 / 137) neither is ruled out and they lead the look-alikes; with
+    CONSTRAINT_NONE the host ran out of RAM and both are ruled out."""
+    from faildex.reason import Candidate, lookalikes
+
+    table = index["entries"]
+    primary = Candidate("worker-sigkill-host-oom", table["worker-sigkill-host-oom"])
+    checked = {d["elsewhere"] for d in primary.meta["discriminators"] if d.get("fact") == "oom_constraint"}
+    assert checked == {"slurm-oom-kill", "k8s-pod-oomkilled"}
+    bare = lookalikes(primary, [], table, set(), 3, {})
+    assert {a["id"] for a in bare[:2]} == checked
+    assert all("lacks the line" in a["why"] for a in bare[:2]) and "lacks the line" not in bare[2]["why"]
+    host = lookalikes(primary, [], table, set(), 9, {"oom_constraint": "CONSTRAINT_NONE"})
+    assert host and not checked & {a["id"] for a in host}
+    # CONSTRAINT_MEMCG answers the check against the primary: the others stay, first
+    memcg = lookalikes(primary, [], table, set(), 2, {"oom_constraint": "CONSTRAINT_MEMCG"})
+    assert {a["id"] for a in memcg} == checked and all("points to it" in a["why"] for a in memcg)
 
 
 def test_a_log_that_ends_in_an_error_line_gets_nearest_guesses_and_one_that_goes_on_does_not(index):
@@ -432,3 +453,23 @@ def test_a_log_that_ends_in_an_error_line_gets_nearest_guesses_and_one_that_goes
     assert died["alternatives"] and all(a["band"] == "guess" for a in died["alternatives"])
     survived = run_text(index, error + "".join(f"step {i} loss 1.{i % 10}\n" for i in range(40)))
     assert survived["primary"] is None and survived["alternatives"] == []
+
+
+def test_a_wrapper_never_outranks_a_specific_finding_even_a_downstream_one(entries, index):
+    """vLLM's "Engine core initialization failed. See root cause above." only says the
+    engine process failed; a Gloo connect failure printed after it (downstream itself:
+    a peer that went away) still names the failure. Both lines are quoted from the
+    entries' real examples."""
+    def quoted(entry_id: str, needle: str) -> str:
+        e = next(e for e in entries if e.id == entry_id)
+        return min((ln for i in range(len(e.data["examples"]))
+                    for ln in (_example(entries, entry_id, i) or "").splitlines() if needle in ln), key=len)
+
+    engine = quoted("vllm-engine-dead", "Engine core initialization failed")
+    gloo = quoted("gloo-connection-error", "connectFullMesh failed")
+    assert index["entries"]["vllm-engine-dead"]["wrapper"] and index["entries"]["gloo-connection-error"]["downstream"]
+    alone = run_text(index, engine + "\n")
+    assert alone["primary"]["id"] == "vllm-engine-dead"
+    both = run_text(index, engine + "\n" + gloo + "\n")
+    assert both["primary"]["id"] == "gloo-connection-error"
+    assert "vllm-engine-dead" in {c["id"] for c in both["collateral"]}

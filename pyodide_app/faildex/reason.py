@@ -294,22 +294,25 @@ def rule_versions(c: Candidate, g: Gathered, missing: dict, notes: list) -> None
         notes.append(f"{c.id}: {note}")
 
 
+def check(d: dict, facts: dict) -> tuple[bool | None, tuple, str]:
+    """A discriminator's machine check on this log's facts: (True when it fits the entry
+    that holds it, False when it fits the other one, None when the log lacks a fact it
+    reads or it has no check), the facts it read, and the check in words."""
+    if d.get("compare"):
+        return (compare(d["compare"], facts), tuple(sorted(set(re.findall(r"[a-z][a-z0-9_]*", d["compare"])))),
+                _compare_words(d["compare"], facts))
+    if d.get("fact") and d["fact"] in facts:
+        value = str(facts[d["fact"]])
+        return bool(re.search(d["here_pattern"], value)), (d["fact"],), f"{d['fact'].replace('_', ' ')} is {value}"
+    return None, (), ""
+
+
 def rule_discriminators(c: Candidate, g: Gathered, pointed: dict) -> None:
     """Each fact counts once, however many discriminators read it."""
     all_facts = {**g.seen_facts, **g.facts, **c.facts}
     decided: set = set()
     for d in c.meta.get("discriminators", []):
-        if d.get("compare"):
-            verdict = compare(d["compare"], all_facts)
-            facts_used = tuple(sorted(set(re.findall(r"[a-z][a-z0-9_]*", d["compare"]))))
-            shown = _compare_words(d["compare"], all_facts)
-        elif d.get("fact") and d["fact"] in all_facts:
-            value = str(all_facts[d["fact"]])
-            verdict = bool(re.search(d["here_pattern"], value))
-            facts_used = (d["fact"],)
-            shown = f"{d['fact'].replace('_', ' ')} is {value}"
-        else:
-            continue
+        verdict, facts_used, shown = check(d, all_facts)
         if verdict is None or facts_used in decided:
             continue
         decided.add(facts_used)
@@ -475,21 +478,40 @@ def _probe_lines(sources: list, g: Gathered) -> list[str]:
     return probe
 
 
-def lookalikes(primary: Candidate, probe: list[str], entries: dict, ranked: set, room: int) -> list[dict]:
+def lookalikes(primary: Candidate, probe: list[str], entries: dict, ranked: set, room: int,
+               facts: dict) -> list[dict]:
     """The failures the primary's discriminators tell it apart from, that nothing ranked
-    yet: nearest to the log's lines first, in the entry's own order among equals."""
+    yet. One whose check this log answers in the primary's favour is ruled out. Those
+    whose check reads a fact the log does not show come first: the line that would
+    tell them apart is missing. Then the rest, nearest to the log's lines first, in
+    the entry's own order among equals."""
     when: dict[str, str] = {}
+    verdicts: dict[str, set] = {}
     for d in primary.meta.get("discriminators", []):
-        if d["elsewhere"] not in ranked and d["elsewhere"] != primary.id and d["elsewhere"] in entries:
-            when.setdefault(d["elsewhere"], d["elsewhere_when"])
+        eid = d["elsewhere"]
+        if eid in ranked or eid == primary.id or eid not in entries:
+            continue
+        verdict, _, _ = check(d, facts)
+        if d.get("fact") or d.get("compare"):
+            verdicts.setdefault(eid, set()).add(verdict)
+        when.setdefault(eid, d["elsewhere_when"])
+    for eid, vs in verdicts.items():
+        if True in vs:
+            when.pop(eid)     # the log answers a check in the primary's favour
     if not when:
         return []
     sim = {eid: s for s, eid in nearest(probe, {eid: entries[eid] for eid in when}, limit=len(when),
                                         explained=set(primary.meta.get("text_vector") or ()))}
-    picked = sorted(when, key=lambda eid: -sim.get(eid, 0.0))[:max(room, 0)]   # stable: entry order
+    # a check that points here, then one the log cannot make, then the rest; stable
+    # sort: the entry's own order among equals
+    order = {False: 0, None: 1}
+    picked = sorted(when, key=lambda eid: (min((order[v] for v in verdicts.get(eid, ())), default=2),
+                                           -sim.get(eid, 0.0)))[:max(room, 0)]
+    how = {False: " that points to it", None: " that this log lacks the line for"}
     return [_guess(entries[eid], eid, round(max(0.05, min(LOOKALIKE_MAX, sim.get(eid, 0.0) * LOOKALIKE_MAX / 0.6)), 2),
-                   f"Not ruled out: {primary.id} is told from this by one check; it is this failure "
-                   f"when {when[eid].rstrip('.')}")
+                   f"Not ruled out: {primary.id} is told from this by one check"
+                   f"{how[False] if False in verdicts.get(eid, ()) else how[None] if eid in verdicts else ''}; "
+                   f"it is this failure when {when[eid].rstrip('.')}")
             for eid in picked]
 
 
@@ -589,7 +611,7 @@ def build_report(index: dict, sources: list, baseline: list | None = None, artif
     if primary is not None:
         if len(alt_out) < MAX_GUESSED:
             alt_out += lookalikes(primary, _probe_lines(sources, g), entries, {a["id"] for a in alt_out},
-                                  MAX_GUESSED - len(alt_out))
+                                  MAX_GUESSED - len(alt_out), {**g.seen_facts, **g.facts, **primary.facts})
     else:
         first_error = min((s.first_error for s in sources if s.first_error), key=_TIME, default=None)
         last_exc = max((s.last_exception for s in sources if s.last_exception), key=_TIME, default=None)
