@@ -209,20 +209,24 @@ def test_try_an_example(page):
     assert diagnose_and_wait(page) == choice
 
 
-@pytest.mark.parametrize("log,rank,kind", [
-    ("vllm-23448-rank-behind.log", "3", "behind"),            # real: the watchdog's progress lines
-    ("constructed-four-ranks-stack.log", "15", "op-mismatch"),  # the stacks of the failed collective
+@pytest.mark.parametrize("log,rank,kind,scope", [
+    ("data/hang/nccl-logs/vllm-23448-rank-behind.log", "3", "behind", "global"),  # real: progress lines
+    ("data/hang/nccl-logs/constructed-four-ranks-stack.log", "15", "op-mismatch", "global"),  # failed stacks
+    # real, LlamaFactory#2424: old lines that print only the rank within the process group
+    ("corpus/dev/053-nccl-watchdog-tokenize-30min.log", "0", "missing", "group"),
 ])
-def test_pasted_watchdog_lines_name_the_suspect_rank(page, root, log, rank, kind):
+def test_pasted_watchdog_lines_name_the_suspect_rank(page, root, log, rank, kind, scope):
     # tests/data/hang/nccl-logs: the lines only suspects.SCAN_ANCHORS catch, found by the
     # worker's JavaScript anchor search, and a stack read from the lines after its header
-    text = (root / "tests" / "data" / "hang" / "nccl-logs" / log).read_text()
+    text = (root / "tests" / log).read_text()
     page.fill("[data-testid=log-input]", text)
     diagnose_and_wait(page)
     suspects = page.locator("[data-testid=suspects] > ul > li")
     assert suspects.count() == 1
     assert suspects.first.get_attribute("data-rank") == rank
     assert suspects.first.get_attribute("data-kind") == kind
+    assert suspects.first.get_attribute("data-rank-scope") == scope
+    assert ("within its process group" in suspects.first.inner_text()) == (scope == "group")
 
 
 def test_dropped_flight_recorder_dumps_name_the_suspect_rank(page, root):

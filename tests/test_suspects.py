@@ -50,6 +50,7 @@ def test_each_kind_of_evidence_names_the_expected_suspects_in_the_cli(capsys, in
     for s in report["suspects"]:
         assert s["why"] and s["evidence"], s
         assert all(e["source"].startswith(str(folder)) for e in s["evidence"])
+        assert s["rank_scope"] == "global"     # from the file names: ranks in the job
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
@@ -180,6 +181,62 @@ def test_rank_missing_from_the_watchdog_lines_is_named(index):
     assert pairs(report) == [[0, "missing"]]
     why = report["suspects"][0]["why"]
     assert "ranks 1,2,3" in why and "#2 ALLREDUCE" in why
+
+
+def test_ranks_from_old_watchdog_lines_are_ranks_within_the_group(index, capsys):
+    # LlamaFactory#2424's lines are PyTorch 2.0/2.1's "[E ProcessGroupNCCL.cpp:475] [Rank 1]
+    # Watchdog caught ...": "[Rank R]" is the rank in the process group
+    # (ProcessGroupNCCL::createLogPrefix) and nothing names the rank in the job
+    log = ROOT / "tests" / "corpus" / "dev" / "053-nccl-watchdog-tokenize-30min.log"
+    [s] = diagnose([str(log)], index)["suspects"]
+    assert (s["rank"], s["rank_scope"]) == (0, "group") and "pg" not in s
+    assert "within the process group" in s["why"] and "no global rank" in s["why"]
+    code, out, _ = run_cli(capsys, index, "--no-progress", str(log))
+    assert out.splitlines()[1].startswith("  rank 0 within its process group: missing")
+    code, out, _ = run_cli(capsys, index, "--no-progress", "--format", "markdown", str(log))
+    assert "| 0 within its process group |  | missing |" in out
+
+
+def test_per_rank_files_give_old_watchdog_lines_their_global_rank(index, tmp_path):
+    # the same three lines, one per file named by the rank that printed it (one log per
+    # rank, as the launcher writes them): the file name is the rank in the job
+    lines = (ROOT / "tests" / "corpus" / "dev" / "053-nccl-watchdog-tokenize-30min.log").read_text().splitlines()
+    paths = []
+    for line in lines[:3]:
+        rank = line.split("[Rank ", 1)[1].split("]", 1)[0]
+        paths.append(tmp_path / f"rank_{rank}.log")
+        paths[-1].write_text(line + "\n")
+    [s] = diagnose([str(p) for p in paths], index)["suspects"]
+    assert (s["rank"], s["kind"], s["rank_scope"]) == (0, "missing", "global")
+    assert "within the process group" not in s["why"]
+
+
+@pytest.mark.parametrize("line,rank,scope", [
+    # ProcessGroupNCCL's prefix without the launcher's: the rank within the group
+    ("[E ProcessGroupNCCL.cpp:475] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=2, "
+     "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800572 milliseconds before timing out.",
+     1, "group"),
+    # torchrun's "[rankN]:" before it: the rank in the job (NVIDIA/nccl#1610)
+    ("[rank13]:[E218 04:54:22.864535778 ProcessGroupNCCL.cpp:1795] [PG ID 11 PG GUID 119 Rank 1] Exception (either "
+     "an error or timeout) detected by watchdog at work: 216, last enqueued NCCL work: 220, last completed NCCL work: "
+     "215.", 13, "global"),
+])
+def test_the_rank_scope_of_a_watchdog_line(line, rank, scope):
+    from faildex.lines import parse_prefix
+    from faildex.suspects import HangLines
+    h = HangLines()
+    meta, _ = parse_prefix(line)
+    h.add(line, meta, 1, "x.log")
+    assert (h.items[0]["rank"], h.items[0]["rank_scope"]) == (rank, scope)
+
+
+def test_deepspeeds_rank_prefix_is_the_rank_in_the_job():
+    # DeepSpeed's log_dist prints "[Rank R]" with the global rank: not a process group's
+    from faildex.lines import parse_prefix
+    line = next(ln for p in sorted((ROOT / "entries" / "healthy").glob("deepspeed*.log"))
+                for ln in p.read_text(errors="replace").splitlines() if "[Rank 0]" in ln)
+    meta, _ = parse_prefix(line)
+    assert meta["rank"] == 0 and meta["rank_from"] == "word"
 
 
 def test_a_crashed_rank_is_the_suspect_and_its_line_the_evidence(index):

@@ -359,7 +359,7 @@ class Source:
             self.last_ts = ts
         if "host" in meta:
             self.hosts.add(meta["host"])
-        if "rank" in meta:
+        if "rank" in meta and meta.get("rank_from") != "group":
             self.ranks.add(meta["rank"])
         context.extract(text, self.facts)
         if self.hang.add(text, meta, line_no, self.name):

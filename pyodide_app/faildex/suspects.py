@@ -121,16 +121,19 @@ class HangLines:
         item.update(kind=kind, source=source, line=line_no, text=text[:500])
         if "rank" in item:
             # "[Rank R]" is the rank in the process group; "[rankN]:" the global one. Old
-            # logs have only the first: the rank is then marked as a group rank.
+            # logs have only the first (parse_prefix then reads it as a word of the line):
+            # the rank is then marked as a group rank.
             item["group_rank"] = int(item["rank"])
-            item["rank"] = meta.get("rank", item["group_rank"])
-            item["rank_scope"] = "global" if "rank" in meta else "group"
-        elif "rank" in meta:
+            own = "rank" in meta and meta.get("rank_from") != "group" and not (
+                meta.get("rank_from") == "word" and meta["rank"] == item["group_rank"])
+            item["rank"] = meta["rank"] if own else item["group_rank"]
+            item["rank_scope"] = "global" if own else "group"
+        elif "rank" in meta and meta.get("rank_from") != "group":
             item["rank"] = meta["rank"]
             item["rank_scope"] = "global"
         if "host" in meta:
             item["host"] = meta["host"]
-        key = meta.get("rank")
+        key = meta.get("rank") if meta.get("rank_from") != "group" else None
         if kind == "progress":
             self._group[key] = {k: item[k] for k in ("pg", "guid") if k in item}
         elif kind == "stack":
@@ -261,12 +264,14 @@ def find(report: dict, sources: list, artifacts: Artifacts | None = None, index:
         found += frdump.analyze(artifacts.fr)
         found += stacks.analyze(artifacts.stacks)
     hosts = _hosts(sources)
-    # One suspect per rank: the most specific kind names it, every reason is kept.
-    merged: dict[int, dict] = {}
+    # One suspect per rank: the most specific kind names it, every reason is kept. A rank
+    # within a process group is another rank than the global rank of the same number.
+    merged: dict[tuple, dict] = {}
     for s in sorted(found, key=lambda s: KINDS.index(s["kind"])):
-        m = merged.get(s["rank"])
+        key = (s.setdefault("rank_scope", "global"), s.get("pg"), s["rank"])
+        m = merged.get(key)
         if m is None:
-            merged[s["rank"]] = dict(s, evidence=list(s["evidence"]))
+            merged[key] = dict(s, evidence=list(s["evidence"]))
             continue
         if s["why"] not in m["why"]:
             m["why"] += "; " + s["why"]
@@ -274,12 +279,12 @@ def find(report: dict, sources: list, artifacts: Artifacts | None = None, index:
         if "host" in s and "host" not in m:
             m["host"] = s["host"]
     out = []
-    for rank, s in merged.items():
+    for (scope, _, rank), s in merged.items():
         s["evidence"] = s["evidence"][:MAX_EVIDENCE]
-        if "host" not in s and rank in hosts:
+        if "host" not in s and rank in hosts and scope == "global":
             s["host"] = hosts[rank]
         out.append(s)
-    out.sort(key=lambda s: (KINDS.index(s["kind"]), s["rank"]))
+    out.sort(key=lambda s: (KINDS.index(s["kind"]), s["rank_scope"] != "global", s["rank"], s.get("pg", "")))
     return out[:MAX_SUSPECTS]
 
 
@@ -288,7 +293,7 @@ def _hosts(sources: list) -> dict[int, str]:
     hosts: dict[int, str] = {}
     for src in sources:
         for item in getattr(src, "hang", HangLines()).items:
-            if "host" in item and "rank" in item:
+            if "host" in item and item.get("rank_scope") == "global":
                 hosts.setdefault(item["rank"], item["host"])
     return hosts
 
@@ -339,8 +344,10 @@ def from_logs(report: dict, sources: list, index: dict) -> list[dict]:
         if hang.world_size:
             world = max(world or 0, hang.world_size)
         for it in hang.items:
-            if "rank" not in it and own is not None:
-                it = dict(it, rank=own)
+            # a log of one rank (its lines or its file name say which) gives its lines
+            # that global rank, over the rank within the group they print
+            if own is not None and ("rank" not in it or it.get("rank_scope") == "group"):
+                it = dict(it, rank=own, rank_scope="global")
             if "rank" in it:
                 items.append(it)
     if not items:
@@ -348,7 +355,25 @@ def from_logs(report: dict, sources: list, index: dict) -> list[dict]:
     ws = report.get("facts", {}).get("world_size")
     if world is None and ws and str(ws).isdigit():
         world = int(ws)
+    # Ranks within a process group ("[Rank R]" with no "[rankN]:" and no per-rank file)
+    # are compared only with each other, and the suspects they name say so.
+    suspects += _analyze([it for it in items if it.get("rank_scope") != "group"], world, seen_ranks, crashed)
+    in_group = [it for it in items if it.get("rank_scope") == "group"]
+    for s in _analyze(in_group, world, set(), None):
+        pgs = {_pg(it) for it in in_group if it["rank"] == s["rank"]} - {""}
+        s["rank_scope"] = "group"
+        if len(pgs) == 1:
+            s["pg"] = pgs.pop()
+        s["why"] += "; rank numbers are within the process group (\"[Rank R]\"): the log names no global rank"
+        suspects.append(s)
+    return suspects
 
+
+def _analyze(items: list[dict], world: int | None, seen_ranks: set, crashed: int | None) -> list[dict]:
+    """The suspects that the hang lines of ranks in one numbering (global, or within groups) name."""
+    suspects: list[dict] = []
+    if not items:
+        return suspects
     # The collective the ranks time out in, per process group.
     waiting: dict[int, dict] = {}     # rank -> first watchdog/gloo line
     for it in items:
