@@ -499,3 +499,18 @@ def test_suspects_of_a_log_scanned_in_ranges_equal_one_scan(index, log):
         d = Diagnosis(index)
         _in_ranges(d, log, data, cuts)
         assert d.report()["suspects"] == whole, cuts
+
+
+def test_the_clis_parallel_scan_gives_the_suspects_of_one_scan(index, tmp_path, monkeypatch):
+    # parallel.scan_file: forked processes, one range each, cut near size*i/parts (so
+    # inside the stacks of this small file); on by size, forced here for a small file
+    from faildex import parallel
+    log = tmp_path / "job.log"
+    log.write_bytes(_four_ranks_with_progress())
+    one = diagnose([str(log)], index)["suspects"]
+    monkeypatch.setattr(parallel, "MIN_PARALLEL", 0)
+    for workers in (2, 3, 5, 8):
+        parts = parallel.scan_file(str(log), str(log), 0, Diagnosis(index).plan, False, workers)
+        assert parts is not None and len(parts) == workers     # it did split
+        assert diagnose([str(log)], index, workers=workers)["suspects"] == one, workers
+    assert pairs({"suspects": one}) == [[15, "op-mismatch"]]
