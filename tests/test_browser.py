@@ -209,28 +209,30 @@ def test_try_an_example(page):
     assert diagnose_and_wait(page) == choice
 
 
-@pytest.mark.parametrize("log,rank,kind", [
-    ("vllm-23448-rank-behind.log", "3", "behind"),            # real: the watchdog's progress lines
-    ("constructed-four-ranks-stack.log", "15", "op-mismatch"),  # the stacks of the failed collective
+@pytest.mark.parametrize("log,rank,kind,scope", [
+    ("data/hang/nccl-logs/vllm-23448-rank-behind.log", "3", "behind", "global"),  # real: progress lines
+    ("data/hang/nccl-logs/constructed-four-ranks-stack.log", "15", "op-mismatch", "global"),  # failed stacks
+    # real, LlamaFactory#2424: old lines that print only the rank within the process group
+    ("corpus/dev/053-nccl-watchdog-tokenize-30min.log", "0", "missing", "group"),
 ])
-def test_pasted_watchdog_lines_name_the_suspect_rank(page, root, log, rank, kind):
+def test_pasted_watchdog_lines_name_the_suspect_rank(page, root, log, rank, kind, scope):
     # tests/data/hang/nccl-logs: the lines only suspects.SCAN_ANCHORS catch, found by the
     # worker's JavaScript anchor search, and a stack read from the lines after its header
-    text = (root / "tests" / "data" / "hang" / "nccl-logs" / log).read_text()
+    text = (root / "tests" / log).read_text()
     page.fill("[data-testid=log-input]", text)
     diagnose_and_wait(page)
     suspects = page.locator("[data-testid=suspects] > ul > li")
     assert suspects.count() == 1
     assert suspects.first.get_attribute("data-rank") == rank
     assert suspects.first.get_attribute("data-kind") == kind
+    assert suspects.first.get_attribute("data-rank-scope") == scope
+    assert ("within its process group" in suspects.first.inner_text()) == (scope == "group")
 
 
-def test_dropped_flight_recorder_dumps_name_the_suspect_rank(page, root):
-    # The real pickle dumps of tests/data/hang/op (rank 3 broadcasts where the others
-    # all_reduce), dropped on the page as binary files.
+def drop_files(page, paths) -> None:
+    """Drop files on the page as binary File objects, named as the browser names them."""
     import base64
-    dumps = sorted((root / "tests" / "data" / "hang" / "op" / "fr").iterdir())
-    files = [{"name": p.name, "b64": base64.b64encode(p.read_bytes()).decode()} for p in dumps]
+    files = [{"name": p.name, "b64": base64.b64encode(p.read_bytes()).decode()} for p in paths]
     page.evaluate("""files => {
         const dt = new DataTransfer();
         for (const f of files) {
@@ -240,6 +242,12 @@ def test_dropped_flight_recorder_dumps_name_the_suspect_rank(page, root):
         const zone = document.querySelector("#fdx-drop");
         zone.dispatchEvent(new DragEvent("drop", {dataTransfer: dt, bubbles: true, cancelable: true}));
     }""", files)
+
+
+def test_dropped_flight_recorder_dumps_name_the_suspect_rank(page, root):
+    # The real pickle dumps of tests/data/hang/op (rank 3 broadcasts where the others
+    # all_reduce), dropped on the page as binary files.
+    drop_files(page, sorted((root / "tests" / "data" / "hang" / "op" / "fr").iterdir()))
     diagnose_and_wait(page)
     suspects = page.locator("[data-testid=suspects] > ul > li")
     assert suspects.count() == 1
@@ -252,6 +260,24 @@ def test_dropped_flight_recorder_dumps_name_the_suspect_rank(page, root):
         const h = document.querySelector('[data-testid=primary] h2');
         return !!(s && h && (s.compareDocumentPosition(h) & Node.DOCUMENT_POSITION_FOLLOWING));
     }""")
+
+
+HANG_SCENARIOS = ("skip", "late", "op", "size", "dtype", "two-groups")
+
+
+@pytest.mark.parametrize("scenario", HANG_SCENARIOS)
+def test_a_dropped_hang_folder_names_its_expected_suspects(page, root, scenario):
+    # Everything one real hang of tests/data/hang left (every rank's log, both forms of
+    # flight-recorder dump, py-spy and faulthandler stacks), dropped together: the page
+    # lists the suspects its expected.yaml gives for all the evidence, in that order.
+    from ruamel.yaml import YAML
+    folder = root / "tests" / "data" / "hang" / scenario
+    want = YAML(typ="safe").load((folder / "expected.yaml").read_text())["suspects"]["all"]
+    drop_files(page, sorted(p for p in folder.rglob("*") if p.is_file() and p.parent != folder))
+    diagnose_and_wait(page)
+    got = page.locator("[data-testid=suspects] > ul > li").evaluate_all(
+        "els => els.map(e => [Number(e.dataset.rank), e.dataset.kind, e.dataset.rankScope])")
+    assert got == [[rank, kind, "global"] for rank, kind in want]
 
 
 # ---------------------------------------------------------------- paste an error, get the entry

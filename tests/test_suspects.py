@@ -50,6 +50,7 @@ def test_each_kind_of_evidence_names_the_expected_suspects_in_the_cli(capsys, in
     for s in report["suspects"]:
         assert s["why"] and s["evidence"], s
         assert all(e["source"].startswith(str(folder)) for e in s["evidence"])
+        assert s["rank_scope"] == "global"     # from the file names: ranks in the job
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
@@ -180,6 +181,62 @@ def test_rank_missing_from_the_watchdog_lines_is_named(index):
     assert pairs(report) == [[0, "missing"]]
     why = report["suspects"][0]["why"]
     assert "ranks 1,2,3" in why and "#2 ALLREDUCE" in why
+
+
+def test_ranks_from_old_watchdog_lines_are_ranks_within_the_group(index, capsys):
+    # LlamaFactory#2424's lines are PyTorch 2.0/2.1's "[E ProcessGroupNCCL.cpp:475] [Rank 1]
+    # Watchdog caught ...": "[Rank R]" is the rank in the process group
+    # (ProcessGroupNCCL::createLogPrefix) and nothing names the rank in the job
+    log = ROOT / "tests" / "corpus" / "dev" / "053-nccl-watchdog-tokenize-30min.log"
+    [s] = diagnose([str(log)], index)["suspects"]
+    assert (s["rank"], s["rank_scope"]) == (0, "group") and "pg" not in s
+    assert "within the process group" in s["why"] and "no global rank" in s["why"]
+    code, out, _ = run_cli(capsys, index, "--no-progress", str(log))
+    assert out.splitlines()[1].startswith("  rank 0 within its process group: missing")
+    code, out, _ = run_cli(capsys, index, "--no-progress", "--format", "markdown", str(log))
+    assert "| 0 within its process group |  | missing |" in out
+
+
+def test_per_rank_files_give_old_watchdog_lines_their_global_rank(index, tmp_path):
+    # the same three lines, one per file named by the rank that printed it (one log per
+    # rank, as the launcher writes them): the file name is the rank in the job
+    lines = (ROOT / "tests" / "corpus" / "dev" / "053-nccl-watchdog-tokenize-30min.log").read_text().splitlines()
+    paths = []
+    for line in lines[:3]:
+        rank = line.split("[Rank ", 1)[1].split("]", 1)[0]
+        paths.append(tmp_path / f"rank_{rank}.log")
+        paths[-1].write_text(line + "\n")
+    [s] = diagnose([str(p) for p in paths], index)["suspects"]
+    assert (s["rank"], s["kind"], s["rank_scope"]) == (0, "missing", "global")
+    assert "within the process group" not in s["why"]
+
+
+@pytest.mark.parametrize("line,rank,scope", [
+    # ProcessGroupNCCL's prefix without the launcher's: the rank within the group
+    ("[E ProcessGroupNCCL.cpp:475] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=2, "
+     "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800572 milliseconds before timing out.",
+     1, "group"),
+    # torchrun's "[rankN]:" before it: the rank in the job (NVIDIA/nccl#1610)
+    ("[rank13]:[E218 04:54:22.864535778 ProcessGroupNCCL.cpp:1795] [PG ID 11 PG GUID 119 Rank 1] Exception (either "
+     "an error or timeout) detected by watchdog at work: 216, last enqueued NCCL work: 220, last completed NCCL work: "
+     "215.", 13, "global"),
+])
+def test_the_rank_scope_of_a_watchdog_line(line, rank, scope):
+    from faildex.lines import parse_prefix
+    from faildex.suspects import HangLines
+    h = HangLines()
+    meta, _ = parse_prefix(line)
+    h.add(line, meta, 1, "x.log")
+    assert (h.items[0]["rank"], h.items[0]["rank_scope"]) == (rank, scope)
+
+
+def test_deepspeeds_rank_prefix_is_the_rank_in_the_job():
+    # DeepSpeed's log_dist prints "[Rank R]" with the global rank: not a process group's
+    from faildex.lines import parse_prefix
+    line = next(ln for p in sorted((ROOT / "entries" / "healthy").glob("deepspeed*.log"))
+                for ln in p.read_text(errors="replace").splitlines() if "[Rank 0]" in ln)
+    meta, _ = parse_prefix(line)
+    assert meta["rank"] == 0 and meta["rank_from"] == "word"
 
 
 def test_a_crashed_rank_is_the_suspect_and_its_line_the_evidence(index):
@@ -325,3 +382,135 @@ def test_a_rank_that_never_enqueued_the_collective_is_missing(index, tmp_path):
     assert pairs(report) == [[5, "missing"]], report["suspects"]
     why = report["suspects"][0]["why"]
     assert "#5730" in why and "#5727" in why and "never entered" in why
+
+
+# ---------------------------------------------------------------- chunk and range boundaries
+# The frames of a stack are the lines after its header and hold no anchor; the scan reads
+# them across read chunks (Source._follow) and parallel ranges (HangLines.merge). Every
+# cut must give what one whole read gives.
+
+STACK_LOGS = ("prime-rl-3186-stack.log", "vllm-41160-stack.log", "constructed-four-ranks-stack.log")
+
+
+def _stacks(src) -> list:
+    return [(it["rank"], it.get("guid"), it["line"], [(f["func"], f["line"], f["at"]) for f in it["frames"]])
+            for it in src.hang.items if it["kind"] == "stack"]
+
+
+def _in_ranges(d: Diagnosis, name: str, data: bytes, cuts: list[int], chunk: int = 0):
+    """Scan data as the ranges that start at cuts (line starts), each fed in chunks of
+    `chunk` bytes, each part through pickle (as the browser's workers hand them over)."""
+    bounds = [0] + cuts + [len(data)]
+    parts = []
+    for lo, hi in zip(bounds, bounds[1:]):
+        part = d.scan_range(name, lo, data[max(0, lo - 8192):lo])
+        step = chunk or max(hi - lo, 1)
+        for at in range(lo, hi, step):
+            part.feed(data[at:min(hi, at + step)])
+        parts.append(pickle.loads(pickle.dumps(part.end_range(is_last=hi == len(data)))))
+    d.adopt_ranges(name, parts)
+    return d.sources[name]
+
+
+def _line_starts(data: bytes) -> list[int]:
+    return [i + 1 for i, c in enumerate(data[:-1]) if c == ord("\n")]
+
+
+@pytest.mark.parametrize("name", STACK_LOGS)
+@pytest.mark.parametrize("eol", ["lf", "crlf"])
+def test_stack_frames_survive_a_chunk_cut_at_every_byte(index, name, eol):
+    data = (NCCL_LOGS / name).read_bytes()
+    if eol == "crlf":
+        data = data.replace(b"\n", b"\r\n")
+    d = Diagnosis(index)
+    d.feed("whole", data)
+    d.close("whole")
+    whole = _stacks(d.sources["whole"])
+    assert whole and all(len(s[3]) >= 3 for s in whole)     # every header got its frames
+    cut_wrong = []
+    for p in range(1, len(data)):
+        key = f"cut{p}"
+        d.feed(key, data[:p])
+        d.feed(key, data[p:])
+        d.close(key)
+        if _stacks(d.sources[key]) != whole:
+            cut_wrong.append(p)
+    assert cut_wrong == []
+    # and in chunks of a few bytes: many cuts in one stack
+    for size in (1, 7, 64):
+        key = f"small{size}"
+        for at in range(0, len(data), size):
+            d.feed(key, data[at:at + size])
+        d.close(key)
+        assert _stacks(d.sources[key]) == whole, size
+
+
+@pytest.mark.parametrize("name", STACK_LOGS)
+def test_stack_frames_and_their_group_survive_a_range_cut_at_every_line(index, name):
+    data = (NCCL_LOGS / name).read_bytes()
+    d = Diagnosis(index)
+    d.feed("whole", data)
+    d.close("whole")
+    whole = _stacks(d.sources["whole"])
+    starts = _line_starts(data)
+    wrong = [c for c in starts if _stacks(_in_ranges(d, f"r{c}", data, [c])) != whole]
+    assert len(starts) == data.count(b"\n") - (1 if data.endswith(b"\n") else 0) and wrong == []
+    # one range per line (a range of frames only, between two others), fed 7 bytes at a time
+    assert _stacks(_in_ranges(d, "every", data, starts, chunk=7)) == whole
+    if name.startswith("prime-rl"):
+        # the stack's process group comes from the "failure detected" line before it
+        assert whole[0][1].startswith("d03ba143")
+
+
+def _four_ranks_with_progress() -> bytes:
+    """Four ranks of one PG, each printing PyTorch 2.7's "failure detected" line and its
+    stack, in the exact form of prime-rl#3186 (tests/data/hang/README.md); built from
+    that report's lines as constructed-four-ranks-stack.log is: ranks 12-14 print its
+    stack, rank 15 the all_reduce from train.py:512 of that constructed file."""
+    real = (NCCL_LOGS / "prime-rl-3186-stack.log").read_text().splitlines()
+    failure, header, frames = real[1], real[2], real[3:]
+    other = (NCCL_LOGS / "constructed-four-ranks-stack.log").read_text().splitlines()[-3:]
+    out = []
+    for rank in (12, 13, 14, 15):
+        def mine(line):
+            return line.replace("[rank13]:", f"[rank{rank}]:").replace(" Rank 1]", f" Rank {rank - 12}]")
+        out += [mine(failure), mine(header)] + (other if rank == 15 else frames)
+    return ("\n".join(out) + "\n").encode()
+
+
+@pytest.mark.parametrize("log", ["four-ranks-progress", "vllm-23448-rank-behind.log", "nccl-1610-two-subgroups.log",
+                                 "053-nccl-watchdog-tokenize-30min.log"])
+def test_suspects_of_a_log_scanned_in_ranges_equal_one_scan(index, log):
+    if log == "four-ranks-progress":
+        data = _four_ranks_with_progress()
+    elif log.startswith("053"):
+        data = (ROOT / "tests" / "corpus" / "dev" / log).read_bytes()
+    else:
+        data = (NCCL_LOGS / log).read_bytes()
+    d = Diagnosis(index)
+    d.feed(log, data)
+    d.close(log)
+    whole = d.report()["suspects"]
+    if log == "four-ranks-progress":
+        assert pairs({"suspects": whole}) == [[15, "op-mismatch"]] and "PG d03ba143" in whole[0]["why"]
+    starts = _line_starts(data)
+    splits = [[c] for c in starts] + [starts[::k] for k in range(1, len(starts))]
+    for cuts in splits:
+        d = Diagnosis(index)
+        _in_ranges(d, log, data, cuts)
+        assert d.report()["suspects"] == whole, cuts
+
+
+def test_the_clis_parallel_scan_gives_the_suspects_of_one_scan(index, tmp_path, monkeypatch):
+    # parallel.scan_file: forked processes, one range each, cut near size*i/parts (so
+    # inside the stacks of this small file); on by size, forced here for a small file
+    from faildex import parallel
+    log = tmp_path / "job.log"
+    log.write_bytes(_four_ranks_with_progress())
+    one = diagnose([str(log)], index)["suspects"]
+    monkeypatch.setattr(parallel, "MIN_PARALLEL", 0)
+    for workers in (2, 3, 5, 8):
+        parts = parallel.scan_file(str(log), str(log), 0, Diagnosis(index).plan, False, workers)
+        assert parts is not None and len(parts) == workers     # it did split
+        assert diagnose([str(log)], index, workers=workers)["suspects"] == one, workers
+    assert pairs({"suspects": one}) == [[15, "op-mismatch"]]

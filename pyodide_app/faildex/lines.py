@@ -33,6 +33,10 @@ _GLOG = re.compile(r"\[?(?P<level>[IWEF])(?P<mm>\d\d)(?P<dd>\d\d) (?P<time>\d\d:
 _COMPOSE = re.compile(r"(?P<service>[a-z][\w.-]{0,62}?)[-_](?P<replica>\d{1,3}) {1,40}\| ")
 _NCCL = re.compile(r"(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] NCCL ")
 _RANK_WORD = re.compile(r"\b(?:rank|Rank|RANK)[ =:\[]{0,2}(?P<rank>\d{1,5})\b")
+# ProcessGroupNCCL's own log prefix (ProcessGroupNCCL::createLogPrefix: "[Rank R] ",
+# "[PG N Rank R] ", "[PG ID N PG GUID G(desc) Rank R] ") names the rank within that
+# process group, not the job's rank (DeepSpeed's "[Rank R] " is the job's)
+_PG_RANK = re.compile(r"\[(?:PG [^\[\]]{1,200} )?Rank (?P<rank>\d{1,5})\] ")
 
 
 def _iso_epoch(ts: str, tz: str | None) -> float | None:
@@ -66,7 +70,9 @@ def _day_epoch(month: int, day: int, clock: str, year: int = 2000) -> float | No
 
 
 def parse_prefix(text: str) -> tuple[dict, str]:
-    """Return ({ts, rank, local_rank, host, pid, device, level}, rest of the line)."""
+    """Return ({ts, rank, local_rank, host, pid, device, level}, rest of the line).
+    A rank read from the message rather than a launcher's prefix has rank_from "word",
+    or "group" when it is the rank within a process group that ProcessGroupNCCL prints."""
     meta: dict = {}
     rest = text
     for _ in range(6):  # prefixes nest a few levels at most
@@ -130,6 +136,12 @@ def parse_prefix(text: str) -> tuple[dict, str]:
         m = _RANK_WORD.search(rest, 0, 200)
         if m:
             meta["rank"] = int(m.group("rank"))
+            # where the rank came from: a word of the message, or a process group's prefix
+            meta["rank_from"] = "word"
+            if "ProcessGroupNCCL" in text:
+                g = _PG_RANK.search(rest, max(0, m.start() - 220), m.end() + 2)
+                if g and g.start("rank") == m.start("rank"):
+                    meta["rank_from"] = "group"
     if meta.get("ts") is None:
         meta.pop("ts", None)
     return meta, rest

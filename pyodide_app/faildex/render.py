@@ -30,7 +30,7 @@ def to_text(report: dict, color: bool = False, site: str = SITE) -> str:
     if report.get("suspects"):
         out.append(c("1;35", "Suspects (the rank that stopped the others)"))
         for sus in report["suspects"]:
-            out.append(f"  rank {sus['rank']}" + (f" on {sus['host']}" if sus.get("host") else "")
+            out.append(f"  rank {sus['rank']}" + _scope(sus) + (f" on {sus['host']}" if sus.get("host") else "")
                        + f": {sus['kind']} · {sus['why']}")
             for e in sus["evidence"][:3]:
                 out.append(c("36", f"      {e['source']}:{e['line']}: ") + e["text"][:200])
@@ -159,7 +159,7 @@ def to_markdown(report: dict, redact_it: bool = False, site: str = SITE) -> str:
     if report.get("suspects"):
         lines += ["### Suspect ranks", "", "| rank | host | kind | why |", "|---|---|---|---|"]
         for sus in report["suspects"]:
-            lines.append(f"| {sus['rank']} | {_md_cell(sus.get('host', ''))} | {sus['kind']} | "
+            lines.append(f"| {sus['rank']}{_md_cell(_scope(sus))} | {_md_cell(sus.get('host', ''))} | {sus['kind']} | "
                          f"{_md_cell(sus['why'])} |")
         lines.append("")
     first = (report["evidence"][0] if report["evidence"] else
@@ -279,3 +279,10 @@ def redact(text: str, extra_hosts: list[str] = ()) -> str:
         if kind == "host":
             text = re.sub(rf"(?<![\w.<-]){re.escape(value)}(?![\w-])", ph, text)
     return text
+
+
+def _scope(sus: dict) -> str:
+    """ " within PG x" for a rank numbered within its process group (old watchdog lines)."""
+    if sus.get("rank_scope") != "group":
+        return ""
+    return " within " + (f"PG {sus['pg']}" if sus.get("pg") else "its process group")

@@ -16,7 +16,7 @@ import re
 
 from . import context
 from .lines import fold, parse_prefix, strip_ansi
-from .suspects import SCAN_ANCHORS, STACK_BYTES, HangLines
+from .suspects import FRAME_BYTES, SCAN_ANCHORS, HangLines
 
 WINDOW = 4096            # bytes kept on each side of a hit inside a very long line
 MAX_CARRY = 1 << 20      # a partial line longer than this is scanned in windows
@@ -147,7 +147,9 @@ class Source:
         # Findings of the current buffer that still need their context lines: only
         # the kept ones get them, once, at the end of the buffer (see _scan).
         self._unattached: dict[int, tuple[dict, int, int]] = {}
-        self.hang = HangLines()   # watchdog / collective-timeout lines, for suspects
+        # watchdog / collective-timeout lines, for suspects; a range that starts inside
+        # the input may start with the frames of a stack from the range before
+        self.hang = HangLines(lead=offset > 0)
 
     # ------------------------------------------------------------ input
 
@@ -234,6 +236,9 @@ class Source:
             self.first_lines = _complete_lines(buf[:min(end, 4 * WINDOW)], final)[:CONTEXT_LINES]
         if self.pending:
             self._complete_pending(buf, end, final)
+        if self.hang.wants_following():
+            # a stack header's frames go on in this buffer
+            self._follow(buf, 1 if self.ended_cr and buf[:1] == b"\n" else 0, end, final)
         # Context (versions, launcher) from every line near the start of the input.
         if self.offset + self.bytes - len(buf) < HEAD_BYTES:
             self._head(buf, end)
@@ -354,16 +359,16 @@ class Source:
             self.last_ts = ts
         if "host" in meta:
             self.hosts.add(meta["host"])
-        if "rank" in meta:
+        if "rank" in meta and meta.get("rank_from") != "group":
             self.ranks.add(meta["rank"])
         context.extract(text, self.facts)
-        self.hang.add(text, meta, line_no, self.name)
-        if self.hang.wants_following():
+        if self.hang.add(text, meta, line_no, self.name):
             # a watchdog's "Stack trace of the failed collective:": its frames are the next
-            # lines, which hold no anchor (frames cut by the end of the buffer are lost)
-            hi = min(self._end, stop + STACK_BYTES)
-            following = buf[stop:hi].decode("utf-8", "replace").replace("\r", "").split("\n")
-            self.hang.add_following(following[1:] if buf[stop:stop + 1] in (b"\n", b"\r") else following)
+            # lines, which hold no anchor
+            if buf[stop:stop + 1] in (b"\n", b"\r"):
+                self._follow(buf, stop + (2 if buf[stop:stop + 2] == b"\r\n" else 1), self._end, self._final)
+            else:
+                self.hang.stop_following()     # a header cut by the window or the input's end
         where = None
         tried: set[int] = set()
         for a in anchors:
@@ -396,6 +401,26 @@ class Source:
             sh = fold(rest)
             if sh and sh not in self.shapes and len(self.shapes) < MAX_SHAPES:
                 self.shapes[sh] = {"source": self.name, "line": line_no, "text": text[:500]}
+
+    def _follow(self, buf: bytes, pos: int, end: int, final: bool) -> None:
+        """Give the stack that waits for frames the lines of buf[pos:end] (pos at a line
+        start), one by one, until it ends; it keeps waiting when the buffer ends first, and
+        the next buffer goes on (_scan), so frames do not depend on where chunks are cut."""
+        hang = self.hang
+        while hang.wants_following():
+            if pos >= end:
+                if final:
+                    hang.stop_following()
+                return
+            limit = min(end, pos + FRAME_BYTES)
+            stop = _line_end(buf, pos, limit)
+            if stop == limit and not (final and stop == end):
+                # no line end within FRAME_BYTES (too long for a frame) or at a window's
+                # cut inside a very long line
+                hang.stop_following()
+                return
+            hang.add_frame(buf[pos:stop].decode("utf-8", "replace"))
+            pos = stop + (2 if buf[stop:stop + 2] == b"\r\n" else 1)
 
     def _where(self, line_no, text, meta) -> dict:
         w = {"source": self.name, "order": self.order, "line": line_no, "text": text[:1000]}

@@ -59,7 +59,7 @@ _DUMP_SIGNAL = re.compile(_PG + r"Received a dump signal due to a collective tim
 _STACK_HEAD = re.compile(r"Stack trace of the failed collective:\s*$")
 _FRAME = re.compile(r"^#(?P<n>\d{1,4}) (?P<func>\S{1,300}) from (?P<file>\S{1,1000}):(?P<line>\d{1,9})\s*$")
 MAX_FRAMES = 24           # frames kept of one stack
-STACK_BYTES = 16384       # how far after the header the scan looks for its frames
+FRAME_BYTES = 2048        # a longer line is no frame (func and file as _FRAME bounds them)
 _GLOO = re.compile(r"Timed out waiting (?P<timeout_ms>\d+)ms for (?P<op>send|recv) operation to complete")
 # Gloo: a rank waiting in a collective whose peer has gone (exited after its own timeout)
 _PEER_GONE = re.compile(r"(?:Connection closed by peer|Read error) \[[^\]]{1,80}\]:\d+")
@@ -72,18 +72,30 @@ SCAN_ANCHORS = ("failure detected by watchdog", "failed collective:")
 
 
 class HangLines:
-    """Per-input collector of the lines that say where a rank was stuck."""
+    """Per-input collector of the lines that say where a rank was stuck.
 
-    def __init__(self):
+    The frames of a "Stack trace of the failed collective:" are the lines after it,
+    which hold no anchor: the scan gives them one by one (add_frame) from the header
+    on, across read chunks. A scan of a range that starts inside an input (lead=True)
+    keeps the frame-shaped lines it starts with, for the stack whose header ended the
+    range before (merge)."""
+
+    def __init__(self, lead: bool = False):
         self.items: list[dict] = []
         self.dropped = 0
         self.world_size = None
-        self._group: dict[int, dict] = {}   # rank -> its latest {pg, guid}
-        self._stack = None                  # a stack item waiting for its frames
+        # the global rank of a line ("[rankN]:"; None when the line has none) -> the
+        # process group of its latest progress line: a stack header names no group
+        self._group: dict = {}
+        self._orphans: list[tuple] = []     # (index, key) of stacks whose group was not seen yet
+        self.lead = {"texts": [], "n": None} if lead else None
+        self._stack = self.lead             # the stack waiting for its next frame
 
-    def add(self, text: str, meta: dict, line_no: int, source: str) -> None:
+    def add(self, text: str, meta: dict, line_no: int, source: str) -> bool:
+        """Keep a line that says where a rank was; True when it opens a stack whose
+        frames are the next lines (the caller gives them to add_frame)."""
         if not any(k in text for k in _KEYS):
-            return
+            return False
         self._stack = None
         m = _WATCHDOG.search(text)
         kind = "watchdog"
@@ -101,49 +113,110 @@ class HangLines:
             w = _WORLD.search(text)
             if w:
                 self.world_size = max(self.world_size or 0, int(w.group("size")))
-            return
+            return False
         if len(self.items) >= MAX_LINES:
             self.dropped += 1
-            return
+            return False
         item = {k: v for k, v in m.groupdict().items() if v is not None}
         item.update(kind=kind, source=source, line=line_no, text=text[:500])
         if "rank" in item:
-            # "[Rank R]" is the rank in the process group; "[rankN]:" the global one
+            # "[Rank R]" is the rank in the process group; "[rankN]:" the global one. Old
+            # logs have only the first (parse_prefix then reads it as a word of the line):
+            # the rank is then marked as a group rank.
             item["group_rank"] = int(item["rank"])
-            item["rank"] = meta.get("rank", item["group_rank"])
-        elif "rank" in meta:
+            own = "rank" in meta and meta.get("rank_from") != "group" and not (
+                meta.get("rank_from") == "word" and meta["rank"] == item["group_rank"])
+            item["rank"] = meta["rank"] if own else item["group_rank"]
+            item["rank_scope"] = "global" if own else "group"
+        elif "rank" in meta and meta.get("rank_from") != "group":
             item["rank"] = meta["rank"]
+            item["rank_scope"] = "global"
         if "host" in meta:
             item["host"] = meta["host"]
-        if kind == "progress" and "rank" in item:
-            self._group[item["rank"]] = {k: item[k] for k in ("pg", "guid") if k in item}
+        key = meta.get("rank") if meta.get("rank_from") != "group" else None
+        if kind == "progress":
+            self._group[key] = {k: item[k] for k in ("pg", "guid") if k in item}
         elif kind == "stack":
             # the stack belongs to the failure the same rank reported just before it
-            item.update(self._group.get(item.get("rank"), {}), frames=[])
+            if key in self._group:
+                item.update(self._group[key])
+            else:
+                self._orphans.append((len(self.items), key))
+            item["frames"] = []
             self._stack = item
         self.items.append(item)
+        return kind == "stack"
 
     def wants_following(self) -> bool:
-        """Did the last line open a stack whose frames are on the next lines?"""
+        """Is a stack waiting for a frame on the next line?"""
         return self._stack is not None
 
-    def add_following(self, lines: list[str]) -> None:
-        """The lines after a stack header: its frames, "#0 ...", "#1 ...", up to the first other line."""
-        item, self._stack = self._stack, None
+    def stop_following(self) -> None:
+        self._stack = None
+
+    def add_frame(self, text: str) -> None:
+        """The next line after a stack header or its last frame: "#k func from file:line"
+        with k the next index is a frame; anything else ends the stack."""
+        item = self._stack
         if item is None:
             return
-        for k, line in enumerate(lines[:MAX_FRAMES]):
-            f = _FRAME.match(line.strip())
-            if not f or int(f.group("n")) != k:
-                break
-            item["frames"].append({"func": f.group("func"), "file": f.group("file"), "line": int(f.group("line")),
-                                   "at": item["line"] + 1 + k, "text": line.strip()[:300]})
+        f = _FRAME.match(text.strip())
+        if item is self.lead:
+            # the numbers go on from wherever the previous range's stack stopped
+            n = int(f.group("n")) if f else -1
+            if not f or (item["n"] is not None and n != item["n"] + len(item["texts"])):
+                self._stack = None
+                return
+            if item["n"] is None:
+                item["n"] = n
+            item["texts"].append(text)
+            if len(item["texts"]) >= MAX_FRAMES:
+                self._stack = None
+            return
+        k = len(item["frames"])
+        if not f or int(f.group("n")) != k:
+            self._stack = None
+            return
+        item["frames"].append({"func": f.group("func"), "file": f.group("file"), "line": int(f.group("line")),
+                               "at": item["line"] + 1 + k, "text": text.strip()[:300]})
+        if k + 1 >= MAX_FRAMES:
+            self._stack = None
 
     def merge(self, other: "HangLines", shift: int) -> None:
-        """Append the lines of the next range of the same input (parallel scan)."""
-        room = MAX_LINES - len(self.items)
-        self.items += [dict(i, line=i["line"] + shift) for i in other.items[:max(room, 0)]]
-        self.dropped += other.dropped + max(len(other.items) - max(room, 0), 0)
+        """Append the lines of the next range of the same input (parallel scan), as if one
+        scan had read both: a stack cut by the range's end takes its frames from the
+        start of the next, a stack whose rank's progress line was in an earlier range
+        takes that line's process group."""
+        room = max(MAX_LINES - len(self.items), 0)
+        base = len(self.items)
+        copies = []
+        for i in other.items[:room]:
+            c = dict(i, line=i["line"] + shift)
+            if "frames" in i:
+                c["frames"] = [dict(f, at=f["at"] + shift) for f in i["frames"]]
+            copies.append(c)
+        if self._stack is not None and self._stack is not self.lead:
+            for text in (other.lead or {}).get("texts", []):
+                self.add_frame(text)
+            if other.lead is None or other._stack is not other.lead:
+                self._stack = None      # the frames ended inside the other range
+        elif self._stack is self.lead and other.lead is not None and other._stack is other.lead:
+            # this whole range was frames, and so is the start of the next one
+            for text in other.lead["texts"]:
+                self.add_frame(text)
+        for idx, key in other._orphans:
+            if idx >= room:
+                continue
+            if key in self._group:
+                copies[idx].update(self._group[key])
+            else:
+                self._orphans.append((base + idx, key))
+        self._group.update(other._group)
+        if other._stack is not None and other._stack is not other.lead:
+            at = next((k for k, i in enumerate(other.items) if i is other._stack), room)
+            self._stack = copies[at] if at < room else None
+        self.items += copies
+        self.dropped += other.dropped + max(len(other.items) - room, 0)
         if other.world_size:
             self.world_size = max(self.world_size or 0, other.world_size)
 
@@ -191,12 +264,14 @@ def find(report: dict, sources: list, artifacts: Artifacts | None = None, index:
         found += frdump.analyze(artifacts.fr)
         found += stacks.analyze(artifacts.stacks)
     hosts = _hosts(sources)
-    # One suspect per rank: the most specific kind names it, every reason is kept.
-    merged: dict[int, dict] = {}
+    # One suspect per rank: the most specific kind names it, every reason is kept. A rank
+    # within a process group is another rank than the global rank of the same number.
+    merged: dict[tuple, dict] = {}
     for s in sorted(found, key=lambda s: KINDS.index(s["kind"])):
-        m = merged.get(s["rank"])
+        key = (s.setdefault("rank_scope", "global"), s.get("pg"), s["rank"])
+        m = merged.get(key)
         if m is None:
-            merged[s["rank"]] = dict(s, evidence=list(s["evidence"]))
+            merged[key] = dict(s, evidence=list(s["evidence"]))
             continue
         if s["why"] not in m["why"]:
             m["why"] += "; " + s["why"]
@@ -204,12 +279,12 @@ def find(report: dict, sources: list, artifacts: Artifacts | None = None, index:
         if "host" in s and "host" not in m:
             m["host"] = s["host"]
     out = []
-    for rank, s in merged.items():
+    for (scope, _, rank), s in merged.items():
         s["evidence"] = s["evidence"][:MAX_EVIDENCE]
-        if "host" not in s and rank in hosts:
+        if "host" not in s and rank in hosts and scope == "global":
             s["host"] = hosts[rank]
         out.append(s)
-    out.sort(key=lambda s: (KINDS.index(s["kind"]), s["rank"]))
+    out.sort(key=lambda s: (KINDS.index(s["kind"]), s["rank_scope"] != "global", s["rank"], s.get("pg", "")))
     return out[:MAX_SUSPECTS]
 
 
@@ -218,7 +293,7 @@ def _hosts(sources: list) -> dict[int, str]:
     hosts: dict[int, str] = {}
     for src in sources:
         for item in getattr(src, "hang", HangLines()).items:
-            if "host" in item and "rank" in item:
+            if "host" in item and item.get("rank_scope") == "global":
                 hosts.setdefault(item["rank"], item["host"])
     return hosts
 
@@ -269,8 +344,10 @@ def from_logs(report: dict, sources: list, index: dict) -> list[dict]:
         if hang.world_size:
             world = max(world or 0, hang.world_size)
         for it in hang.items:
-            if "rank" not in it and own is not None:
-                it = dict(it, rank=own)
+            # a log of one rank (its lines or its file name say which) gives its lines
+            # that global rank, over the rank within the group they print
+            if own is not None and ("rank" not in it or it.get("rank_scope") == "group"):
+                it = dict(it, rank=own, rank_scope="global")
             if "rank" in it:
                 items.append(it)
     if not items:
@@ -278,7 +355,25 @@ def from_logs(report: dict, sources: list, index: dict) -> list[dict]:
     ws = report.get("facts", {}).get("world_size")
     if world is None and ws and str(ws).isdigit():
         world = int(ws)
+    # Ranks within a process group ("[Rank R]" with no "[rankN]:" and no per-rank file)
+    # are compared only with each other, and the suspects they name say so.
+    suspects += _analyze([it for it in items if it.get("rank_scope") != "group"], world, seen_ranks, crashed)
+    in_group = [it for it in items if it.get("rank_scope") == "group"]
+    for s in _analyze(in_group, world, set(), None):
+        pgs = {_pg(it) for it in in_group if it["rank"] == s["rank"]} - {""}
+        s["rank_scope"] = "group"
+        if len(pgs) == 1:
+            s["pg"] = pgs.pop()
+        s["why"] += "; rank numbers are within the process group (\"[Rank R]\"): the log names no global rank"
+        suspects.append(s)
+    return suspects
 
+
+def _analyze(items: list[dict], world: int | None, seen_ranks: set, crashed: int | None) -> list[dict]:
+    """The suspects that the hang lines of ranks in one numbering (global, or within groups) name."""
+    suspects: list[dict] = []
+    if not items:
+        return suspects
     # The collective the ranks time out in, per process group.
     waiting: dict[int, dict] = {}     # rank -> first watchdog/gloo line
     for it in items:

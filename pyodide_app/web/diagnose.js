@@ -525,8 +525,11 @@ function renderSuspects(r, slot) {
   if (!list.length) return null;
   return slot.append(el("section", { class: "fdx-section fdx-suspects", "data-testid": "suspects" },
     el("h3", { text: "Suspect ranks" }),
-    el("ul", {}, list.map((s) => el("li", { "data-rank": s.rank, "data-kind": s.kind },
-      el("b", { text: `rank ${s.rank}` }), s.host ? ` on ${s.host}` : "", " · ",
+    el("ul", {}, list.map((s) => el("li", { "data-rank": s.rank, "data-kind": s.kind, "data-rank-scope": s.rank_scope || "global" },
+      el("b", { text: `rank ${s.rank}` }),
+      // old watchdog lines print only the rank within the process group
+      s.rank_scope === "group" ? ` within ${s.pg ? `PG ${s.pg}` : "its process group"}` : "",
+      s.host ? ` on ${s.host}` : "", " · ",
       el("code", { text: s.kind }), ` · ${s.why}`,
       s.evidence && s.evidence.length
         ? el("ul", {}, s.evidence.slice(0, 3).map((e) => el("li", {}, `${e.source}:${e.line} `, el("code", { text: e.text }))))

@@ -117,7 +117,7 @@ def share_payload(r):
         "facts": {k: v for k, v in r["facts"].items() if k not in ("hosts", "ranks")},
         "missing": r["missing"],
         "next_action": r["next_action"],
-        "suspects": [{k: s[k] for k in ("rank", "host", "kind", "why") if k in s} for s in r["suspects"][:8]],
+        "suspects": [{k: s[k] for k in ("rank", "rank_scope", "pg", "host", "kind", "why") if k in s} for s in r["suspects"][:8]],
         "inputs": [{"name": i["name"], "status": i["status"], "messages": i["messages"]} for i in r["inputs"]],
         "labels": {k: fact_label(k) for k in set(r["facts"]) | {m["fact"] for m in r["missing"]}},
     }
