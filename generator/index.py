@@ -150,7 +150,8 @@ def _text_vectors(entries) -> dict[str, dict[str, float]]:
     the literal text of its signatures and the error lines of its examples. The
     engine compares a log's error lines with these when no signature decides."""
     from .validate import example_text
-    tokens = engine_module("reason").tokens
+    reason = engine_module("reason")
+    tokens = reason.tokens
     docs: dict[str, dict[str, int]] = {}
     for e in entries:
         d = e.data
@@ -161,7 +162,8 @@ def _text_vectors(entries) -> dict[str, dict[str, float]]:
             if ex.get("expect") not in (None, e.id):
                 continue
             text = example_text(e, ex) or ""
-            parts += [ln for ln in text.splitlines() if _ERRORISH_LINE.search(ln)][:40]
+            parts += [ln for ln in text.splitlines()
+                      if _ERRORISH_LINE.search(ln) and not reason.is_frame_line(ln)][:40]
         counts: dict[str, int] = {}
         for t in (t for part in parts for t in tokens(part)):
             counts[t] = counts.get(t, 0) + 1

@@ -473,3 +473,20 @@ def test_a_wrapper_never_outranks_a_specific_finding_even_a_downstream_one(entri
     both = run_text(index, engine + "\n" + gloo + "\n")
     assert both["primary"]["id"] == "gloo-connection-error"
     assert "vllm-engine-dead" in {c["id"] for c in both["collateral"]}
+
+
+def test_stack_frames_do_not_make_entries_look_alike(index, entries):
+    """A C++ or Python frame names code (c10::Error::Error, site-packages paths), not
+    the failure: a log of frames alone resembles no entry, and the frames do not move
+    the similarity of the message line they follow. Lines from the watchdog entry's
+    real example."""
+    from faildex.reason import is_frame_line, nearest
+
+    lines = _example(entries, "nccl-watchdog-timeout", 1).splitlines()
+    frames = [ln for ln in lines if is_frame_line(ln)]
+    assert len(frames) == 4 and not any(is_frame_line(ln) for ln in lines if "what():" in ln)
+    assert is_frame_line('  File "/opt/venv/lib/python3.11/site-packages/torch/serialization.py", line 1018, in save')
+    assert is_frame_line("[rank0]: frame #2: c10d::ProcessGroupNCCL::watchdogHandler() + 0x890")
+    assert nearest(frames, index["entries"]) == []
+    message = [ln for ln in lines if not is_frame_line(ln)]
+    assert nearest(message + frames, index["entries"]) == nearest(message, index["entries"])

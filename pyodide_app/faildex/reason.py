@@ -428,6 +428,16 @@ _CAMEL = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
 _STOP = frozenset("the and for with this that from are was not has have you your use can".split())
 
 
+# A stack frame names code, not the failure: C++ backtraces ("frame #3: c10::Error::Error(
+# c10::SourceLocation, ...)", "Exception raised from X at file:N") and Python's "File ...,
+# line N" would make every entry with a backtrace in its examples look alike.
+_FRAME_LINE = re.compile(r'^(?:\[[^\]]{1,40}\]:?)?\s*(?:frame #\d+: |File "[^"]*", line \d+|Exception raised from \S+ at )')
+
+
+def is_frame_line(line: str) -> bool:
+    return bool(_FRAME_LINE.match(line))
+
+
 def tokens(text: str) -> list[str]:
     """Lowercased words of a line, CamelCase words also split (OutOfMemoryError ->
     outofmemoryerror, out, of, memory, error)."""
@@ -448,6 +458,8 @@ def nearest(lines: list[str], entries: dict, limit: int = 3, explained=()) -> li
     `explained` (those of a diagnosis already made) are left out."""
     counts: dict[str, int] = {}
     for line in lines:
+        if is_frame_line(line):
+            continue
         for t in set(tokens(line)):
             if t not in explained:
                 counts[t] = counts.get(t, 0) + 1
