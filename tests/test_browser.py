@@ -256,11 +256,9 @@ def test_dropped_flight_recorder_dumps_name_the_suspect_rank(page, root):
 
 # ---------------------------------------------------------------- paste an error, get the entry
 
-# measured 2026-12-03 (bench/search.py --find-only): 97.6 % first, 757 of 758 in the top 3
-FIRST_SHARE = 0.965    # right entry first, over all queries
-TOP3_SHARE = 0.998     # right entry in the top 3: every line as printed, with prefixes and
-                       # every short query; one half line (a kubectl pod name and "0/1",
-                       # the status cut off) holds no message at all and misses
+# measured (bench/search.py --find-only): 97.5 % first, 749 of 749 in the top 3
+FIRST_SHARE = 0.965    # right entry first, over all queries; the issue asks for 0.95
+                       # and the right entry in the top 3 for every query
 
 
 def _header_hits(pg, query: str) -> list[str]:
@@ -287,8 +285,7 @@ def test_header_search_puts_the_right_entry_first(chromium, origin, entries):
             misses.append((kind, query, want[0], hits[:3]))
     context.close()
     assert first / len(rows) >= FIRST_SHARE, f"right entry first for {first}/{len(rows)}"
-    assert 1 - len(misses) / len(rows) >= TOP3_SHARE, misses
-    assert not [m for m in misses if m[0] != "half"], misses
+    assert not misses, misses
 
 
 def test_home_paste_box_names_the_entry_and_enter_in_the_header_opens_it(chromium, origin, entries):
