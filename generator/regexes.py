@@ -404,7 +404,8 @@ def choose_anchors(required: dict[str, list[str]], healthy=None) -> tuple[list[s
 
 def readable(pattern: str) -> str:
     """A regex written out as the text it matches: literals as they are, the first of
-    several alternatives, named groups as <name>, anything variable as "…"."""
+    several alternatives (and of a class of letters, [Cc]onnect), named groups as
+    <name>, anything variable as "…"."""
     parsed = P.parse(pattern)
     names = {i: n for n, i in parsed.state.groupdict.items()}
 
@@ -416,8 +417,8 @@ def readable(pattern: str) -> str:
         for op, av in items:
             if op is C.LITERAL:
                 out.append(chr(av))
-            elif op is C.IN and len(av) == 1 and av[0][0] is C.LITERAL:
-                out.append(chr(av[0][1]))
+            elif op is C.IN and av and all(o is C.LITERAL for o, _ in av):
+                out.append(chr(av[0][1]))   # [Rr]eason: the first spelling written
             elif is_space(op, av):
                 out.append(" ")
             elif op in (C.AT, C.ASSERT, C.ASSERT_NOT):
@@ -428,7 +429,7 @@ def readable(pattern: str) -> str:
             elif op in (C.MAX_REPEAT, C.MIN_REPEAT) or op is getattr(C, "POSSESSIVE_REPEAT", None):
                 lo, _, body = av
                 body = list(body)
-                single = len(body) == 1 and body[0][0] is not C.SUBPATTERN
+                single = len(body) == 1 and body[0][0] not in (C.SUBPATTERN, C.BRANCH)
                 if single and is_space(*body[0]):
                     out.append(" ")
                 elif single and body[0][0] is not C.LITERAL:

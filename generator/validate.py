@@ -26,8 +26,9 @@ Codes
                                       FDX033 look-alike not linked back
                                       FDX034 answer repeats another section
                                       FDX035 system name with unbalanced brackets
-                                    FDX036 context signature on most healthy lines
-                                    FDX037 discriminator fact nothing extracts
+                                      FDX036 context signature on most healthy lines
+                                      FDX037 discriminator fact nothing extracts
+                                      FDX038 reference listed twice
 """
 from __future__ import annotations
 
@@ -397,6 +398,22 @@ def check_system_names(entry: Entry, ctx: Context) -> Iterator[Problem]:
                                 f"brackets split it; quote the whole name (\"IOMMU (VT-d, AMD-Vi)\")")
 
 
+def check_references_unique(entry: Entry, ctx: Context) -> Iterator[Problem]:
+    """One source, one reference: a URL listed twice under two titles reads as two sources."""
+    refs = entry.data.get("references")
+    seen: dict[str, int] = {}
+    for i, ref in enumerate(refs if isinstance(refs, list) else []):
+        url = ref.get("url") if isinstance(ref, dict) else None
+        if not isinstance(url, str):
+            continue
+        key = url.rstrip("/")
+        if key in seen:
+            yield entry.problem(("references", i, "url"), "FDX038",
+                                f"{url} is already reference {seen[key] + 1}: say both things in one title")
+        else:
+            seen[key] = i
+
+
 _WORD = re.compile(r"[a-z0-9_]+")
 REPEAT_WORDS = 8   # a run of this many words shared with another section is a repeat
 
@@ -459,6 +476,7 @@ CHECKS: list[Check] = [
     check_version_ranges,
     check_answers_add_something,
     check_system_names,
+    check_references_unique,
 ]
 
 

@@ -5,16 +5,21 @@ From the entries, never written to fit the search:
   entry's examples (the first line it matches that is not indented);
 - prefixed: the same line behind what launchers and loggers put in front of it;
 - half: the same line cut at its middle word boundary, keeping the half that holds
-  more of what the signature matched (what survives a terminal that cut the line).
+  more of the message: the text the signature spells out (its literal runs), not the
+  values it captures (a pod name, a path), which no reader would search for. A line
+  under CUT_FROM characters is not cut: no terminal or log viewer cuts a line that
+  short, and its half is a word or two that many messages share ("Unsupported").
 Plus SHORT: what people type, with the entries that answer it.
 """
 from __future__ import annotations
 
 import re
 
+from generator.regexes import literal_runs
 from generator.text import log_lines
 from generator.validate import example_text
 
+CUT_FROM = 40   # characters: a shorter line is a query whole only
 PREFIXES = ["[rank3]:", "2026-12-02 17:16:50,123 ERROR ", "[default0]:[rank0]: ",
             "torch.distributed.elastic.multiprocessing.api: "]
 
@@ -75,7 +80,7 @@ SHORT: list[tuple[str, tuple[str, ...]]] = [
 
 
 def signature_lines(entry) -> list[tuple[str, str, str]]:
-    """(signature id, the line it matches as printed, the matched text) per defining
+    """(signature id, the line it matches as printed, the regex) per defining
     signature of the entry."""
     lines = [ln.rstrip() for ex in entry.data["examples"]
              for ln in log_lines(example_text(entry, ex) or "")]
@@ -84,26 +89,41 @@ def signature_lines(entry) -> list[tuple[str, str, str]]:
         if sig["strength"] != "defining":
             continue
         rx = re.compile(sig["regex"])
-        hits = [(ln, m) for ln in lines if (m := rx.search(ln))]
+        hits = [ln for ln in lines if rx.search(ln)]
         if not hits:
             continue
-        ln, m = next(((ln, m) for ln, m in hits if not ln[:1].isspace()), hits[0])
-        out.append((sig["id"], ln.strip(), m.group(0)))
+        ln = next((ln for ln in hits if not ln[:1].isspace()), hits[0])
+        out.append((sig["id"], ln.strip(), sig["regex"]))
     return out
 
 
-def half(line: str, match: str) -> str:
-    """The line cut at its middle word boundary; the half holding more of the match."""
+def half(line: str, pattern: str) -> str:
+    """The line cut at its middle word boundary; the half holding more of the message.
+
+    The message is what the signature spells out: the characters of its match that
+    belong to one of its literal runs ("ImagePullBackOff", "Back-off pulling image"),
+    not the values its wildcards took (a 37-character pod name outweighs the status in
+    a `kubectl get pods` row, yet a reader with only the name and "0/1" has no error to
+    search for). On a tie, the half with more of the match."""
     mid = len(line) // 2
     cut = line.rfind(" ", 0, mid + 1)
     cut = cut if cut > 0 else mid
     first, second = line[:cut].rstrip(), line[cut:].strip()
-    start = line.find(match)
-    if start < 0:
+    m = re.search(pattern, line)
+    if not m:
         return first
-    end = start + len(match)
-    in_first = max(0, min(end, cut) - start)
-    in_second = max(0, end - max(start, cut))
+    start, end = m.span()
+    spelled = [False] * len(line)
+    for run in literal_runs(pattern):
+        if len(run) < 2:
+            continue
+        for hit in re.finditer(re.escape(run), line[start:end]):
+            for i in range(start + hit.start(), start + hit.end()):
+                spelled[i] = True
+    in_first, in_second = sum(spelled[:cut]), sum(spelled[cut:])
+    if in_first == in_second:
+        in_first = max(0, min(end, cut) - start)
+        in_second = max(0, end - max(start, cut))
     return first if in_first >= in_second else second
 
 
@@ -112,10 +132,11 @@ def queries(entries) -> list[tuple[str, str, tuple[str, ...]]]:
     out = []
     n = 0
     for e in sorted(entries, key=lambda e: e.id):
-        for sig_id, line, match in signature_lines(e):
+        for sig_id, line, pattern in signature_lines(e):
             out.append(("line", line, (e.id,)))
             out.append(("prefixed", PREFIXES[n % len(PREFIXES)] + line, (e.id,)))
-            out.append(("half", half(line, match), (e.id,)))
+            if len(line) >= CUT_FROM:
+                out.append(("half", half(line, pattern), (e.id,)))
             n += 1
     out += [("short", q, want) for q, want in SHORT]
     return out

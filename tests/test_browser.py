@@ -282,11 +282,9 @@ def test_a_dropped_hang_folder_names_its_expected_suspects(page, root, scenario)
 
 # ---------------------------------------------------------------- paste an error, get the entry
 
-# measured 2026-12-03 (bench/search.py --find-only): 97.6 % first, 757 of 758 in the top 3
-FIRST_SHARE = 0.965    # right entry first, over all queries
-TOP3_SHARE = 0.998     # right entry in the top 3: every line as printed, with prefixes and
-                       # every short query; one half line (a kubectl pod name and "0/1",
-                       # the status cut off) holds no message at all and misses
+# measured (bench/search.py --find-only): 97.5 % first, 749 of 749 in the top 3
+FIRST_SHARE = 0.965    # right entry first, over all queries; the issue asks for 0.95
+                       # and the right entry in the top 3 for every query
 
 
 def _header_hits(pg, query: str) -> list[str]:
@@ -313,11 +311,10 @@ def test_header_search_puts_the_right_entry_first(chromium, origin, entries):
             misses.append((kind, query, want[0], hits[:3]))
     context.close()
     assert first / len(rows) >= FIRST_SHARE, f"right entry first for {first}/{len(rows)}"
-    assert 1 - len(misses) / len(rows) >= TOP3_SHARE, misses
-    assert not [m for m in misses if m[0] != "half"], misses
+    assert not misses, misses
 
 
-def test_home_paste_box_names_the_entry_and_enter_in_the_header_opens_it(chromium, origin, entries):
+def test_home_paste_box_names_the_entry_and_enter_opens_it(chromium, origin, entries):
     from searchkit import signature_lines
     e = next(e for e in entries if e.id == "elastic-child-failed")
     _, line, _ = signature_lines(e)[0]
@@ -330,6 +327,10 @@ def test_home_paste_box_names_the_entry_and_enter_in_the_header_opens_it(chromiu
     # the box comes before the categories
     assert pg.evaluate("""() => document.querySelector('[data-testid=paste-box]')
         .compareDocumentPosition(document.querySelector('#categories')) & Node.DOCUMENT_POSITION_FOLLOWING""")
+    # Enter in the box opens the first match
+    pg.press("[data-testid=paste-input]", "Enter")
+    pg.wait_for_url(f"{origin}/entries/elastic-child-failed/")
+    pg.goto(origin + "/")
     _header_hits(pg, "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:")
     pg.press("[data-md-component=search-query]", "Enter")
     pg.wait_for_url(f"{origin}/entries/elastic-child-failed/")
@@ -356,33 +357,41 @@ def test_error_index_filter_takes_a_whole_line(chromium, origin, entries):
 SHOTS = Path(os.environ.get("FAILDEX_SCREENSHOTS") or Path(tempfile.gettempdir()) / "faildex-screenshots")
 
 
-def test_first_move_is_on_the_first_screen_and_commands_are_not_under_the_copy_button(chromium, origin):
-    """Desktop 1280x800 and a 390 px phone: the first fix step's command ends above the
-    fold on desktop and within the first two screens on the phone; no command runs under
-    Material's copy button (it wraps, and keeps a right margin wider than the button).
-    Screenshots go to $FAILDEX_SCREENSHOTS (default: a folder in the temp dir)."""
+def test_first_move_is_on_the_first_screen_and_commands_are_not_under_the_copy_button(chromium, origin, entries):
+    """Every entry page, on a 1280x800 desktop and a 390x844 phone: the first fix step and
+    its command end above the fold on desktop, and start on the first screen on the phone;
+    no command runs under Material's copy button (it wraps, and keeps a right margin wider
+    than the button). Screenshots go to $FAILDEX_SCREENSHOTS (default: a folder in the
+    temp dir)."""
     SHOTS.mkdir(parents=True, exist_ok=True)
-    entry = "/entries/torchrun-rendezvous-timeout/"
+    shot = "torchrun-rendezvous-timeout"
     for name, size in (("desktop", {"width": 1280, "height": 800}), ("phone", {"width": 390, "height": 844})):
         context = chromium.new_context(viewport=size, device_scale_factor=1)
         pg = context.new_page()
-        pg.goto(origin + entry)
-        box = pg.evaluate("() => { const r = document.querySelector('.fdx-first-move pre').getBoundingClientRect();"
-                          " return [r.top, r.bottom]; }")
-        # desktop: the whole command above the fold; phone: it starts on the first screen
-        assert (box[1] if name == "desktop" else box[0]) <= size["height"], (name, box)
-        pg.screenshot(path=str(SHOTS / f"entry-{name}.png"))
-        for url in (entry, "/entries/slurm-time-limit/", "/entries/nccl-library-mismatch/"):
-            pg.goto(origin + url)
-            clipped = pg.evaluate("""() => Array.from(document.querySelectorAll(
+        below, clipped = [], []
+        for e in sorted(entries, key=lambda e: e.id):
+            pg.goto(f"{origin}/entries/{e.id}/")
+            # [step top, step bottom, command top, command bottom] (no command: the step's)
+            box = pg.evaluate("""() => { const m = document.querySelector('.fdx-first-move');
+                const s = m.querySelector('strong').getBoundingClientRect();
+                const c = (m.querySelector('pre') || m.querySelector('strong')).getBoundingClientRect();
+                return [s.top, s.bottom, c.top, c.bottom]; }""")
+            # desktop: the whole step and command above the fold; phone: both start on it
+            lowest = max(box[1], box[3]) if name == "desktop" else max(box[0], box[2])
+            if lowest > size["height"]:
+                below.append((e.id, box))
+            clipped += [(e.id, c) for c in pg.evaluate("""() => Array.from(document.querySelectorAll(
                 '.fdx-first-move pre, .fdx-fix pre, .fdx-confirm pre')).map(pre => {
                   const code = pre.querySelector('code'), btn = pre.querySelector('.md-clipboard');
                   const pad = parseFloat(getComputedStyle(code).paddingRight);
                   const overflow = code.scrollWidth > code.clientWidth + 1;
                   const w = btn ? btn.getBoundingClientRect().width : 0;
                   return (overflow || pad < w) ? code.textContent.slice(0, 60) : null;
-                }).filter(Boolean)""")
-            assert clipped == [], (name, url, clipped)
+                }).filter(Boolean)""")]
+        assert len(entries) > 50 and below == [], (name, below)
+        assert clipped == [], (name, clipped)
+        pg.goto(f"{origin}/entries/{shot}/")
+        pg.screenshot(path=str(SHOTS / f"entry-{name}.png"))
         context.close()
     context = chromium.new_context(viewport={"width": 1280, "height": 800})
     pg = context.new_page()

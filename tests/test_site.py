@@ -590,6 +590,9 @@ def test_readable_pattern():
         "key <key> not set after <wait_s> s"
     assert readable(r"Xid.{0,40}\b79\b") == "Xid … 79"
     assert readable(r"Connect to \S+ failed(?: again)?\s+now") == "Connect to … failed now"
+    # a class of spellings reads as its first one; a class of anything else stays variable
+    assert readable(r'[Rr]eason:\s{0,20}"?Evicted\b') == "Reason: Evicted"
+    assert readable(r"[Ff]ailed to recv, got [0-9] bytes") == "Failed to recv, got … bytes"
 
 
 def test_first_sentence():

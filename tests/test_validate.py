@@ -101,6 +101,8 @@ REL = "entries/rendezvous/torchrun-rendezvous-timeout.yaml"
     ("regex: 'RendezvousTimeoutError'", "regex: 'RendezvousTimeoutErrorXYZ'", "FDX020", "regex: 'RendezvousTimeoutErrorXYZ'"),
     ("regex: 'RendezvousTimeoutError'", "regex: '[A-Z]\\w{3}'", "FDX017", "regex: '[A-Z]"),
     ("  - id: rdzv-join-timeout-conf", "  - id: rdzv-timeout-error", "FDX026", "  - id: rdzv-timeout-error\n    regex: \"rdzv"),
+    ("    url: https://github.com/ymcui/Chinese-LLaMA-Alpaca-2/issues/274",
+     "    url: https://docs.pytorch.org/docs/stable/elastic/run.html/", "FDX038", "run.html/"),
 ])
 def test_each_broken_copy_fails_with_its_code(checkout, old, new, code, needle):
     edit(checkout, old, new)

@@ -90,6 +90,12 @@
     }
     area.addEventListener("input", update);
     area.addEventListener("focus", loadFinder);
+    // Enter opens the best match for the text shown; Shift+Enter is a new line.
+    area.addEventListener("keydown", function (ev) {
+      if (ev.key !== "Enter" || ev.shiftKey || box.getAttribute("data-query") !== area.value) return;
+      var first = list.querySelector("a");
+      if (first) { ev.preventDefault(); window.location.href = first.href; }
+    });
     box.hidden = false;
     if (area.value) update();
   }
