@@ -490,3 +490,16 @@ def test_stack_frames_do_not_make_entries_look_alike(index, entries):
     assert nearest(frames, index["entries"]) == []
     message = [ln for ln in lines if not is_frame_line(ln)]
     assert nearest(message + frames, index["entries"]) == nearest(message, index["entries"])
+
+
+def test_a_watchdog_line_cut_after_its_message_is_still_the_watchdog_timeout(index, entries):
+    """The WorkNCCL(...) details are facts when they are there, never required: the
+    entry's own real line cut right after "operation timeout" keeps its diagnosis, and
+    the whole line still yields the facts."""
+    line = next(ln for ln in _example(entries, "nccl-watchdog-timeout", 2).splitlines()
+                if "Watchdog caught collective operation timeout: WorkNCCL(" in ln)
+    whole = run_text(index, line + "\n")
+    assert whole["primary"]["id"] == "nccl-watchdog-timeout"
+    assert whole["primary"]["first_seen"]["facts"].get("op_type") == "ALLREDUCE"
+    cut = line[:line.index("operation timeout") + len("operation timeout")]
+    assert run_text(index, cut + "\n")["primary"]["id"] == "nccl-watchdog-timeout"

@@ -93,11 +93,27 @@
     this.idf = function (w) { return df[w] ? Math.log(1 + n / df[w]) : 0; };
   }
 
+  // What launchers and loggers put before a message: "[rank3]:", "[default0]:", a
+  // timestamp, a level, a logger's module path ("torch.distributed.elastic...api: ").
+  // A signature anchored at the start of the message ("^  pod  0/1  ImagePullBackOff")
+  // is tried on the line without them too, as the engine does (lines.parse_prefix).
+  var PREFIX = /^(?:\[[^\]]{0,40}\]:?|\d{4}-\d\d-\d\d[ T][0-9:.,]+(?:Z|[+-]\d\d:?\d\d)?|(?:ERROR|WARNING|WARN|INFO|DEBUG|CRITICAL|FATAL)\b:?|[A-Za-z_]\w*(?:\.\w+)+:(?= ))[ \t]*/;
+
+  function withoutPrefix(line) {
+    for (var i = 0; i < 6; i++) {
+      var m = PREFIX.exec(line);
+      if (!m || !m[0]) break;
+      line = line.slice(m[0].length);
+    }
+    return line;
+  }
+
   Finder.prototype.rank = function (query, limit) {
     var text = String(query || "").replace(ANSI, "");
     var lines = text.split(/\r\n|\r|\n/).map(function (l) { return l.trim(); })
       .filter(function (l) { return l; }).slice(-MAX_LINES);
     if (!lines.length) return [];
+    var bare = lines.map(withoutPrefix);
     var qwords = words(lines.join(" \n ")).slice(-MAX_WORDS);
     var unique = Object.keys(setOf(qwords));
     var qpairs = Object.keys(pairs(qwords));
@@ -108,7 +124,7 @@
         if (!s.weight) return;
         if (s.rx) {
           for (var i = 0; i < lines.length; i++) {
-            var m = s.rx.exec(lines[i]);
+            var m = s.rx.exec(lines[i]) || (bare[i] !== lines[i] ? s.rx.exec(bare[i]) : null);
             if (m) {
               if (m.groups) Object.keys(m.groups).forEach(function (k) {
                 if (m.groups[k] !== undefined) facts[k] = m.groups[k];
