@@ -303,6 +303,14 @@ def _example(entries, entry_id: str, i: int = 0) -> str:
     return example_text(e, e.data["examples"][i])
 
 
+def _quoted(entries, entry_id: str, needle: str) -> str:
+    """The shortest line of an entry's examples that holds needle: a line as a real
+    report printed it."""
+    e = next(e for e in entries if e.id == entry_id)
+    return min((ln for i in range(len(e.data["examples"]))
+                for ln in (_example(entries, entry_id, i) or "").splitlines() if needle in ln), key=len)
+
+
 def test_rank_that_died_first_is_primary_and_the_rest_collateral(entries, index, tmp_path):
     """Rank 3 runs out of memory; ranks 0-2 then time out in the watchdog and the
     agent prints ChildFailedError. The logs are the entries' own real examples."""
@@ -405,13 +413,8 @@ def test_lookalikes_prefer_the_one_whose_words_the_diagnosis_does_not_explain(in
     order (each line taken from a real report quoted in an entry's examples)."""
     from faildex.reason import Candidate, lookalikes
 
-    def quoted(entry_id: str, needle: str) -> str:
-        e = next(e for e in entries if e.id == entry_id)
-        return min((ln for i in range(len(e.data["examples"]))
-                    for ln in (_example(entries, entry_id, i) or "").splitlines() if needle in ln), key=len)
-
-    refused = quoted("nccl-docker-interface", "failed : Connection refused")
-    ib = quoted("nccl-ib-retry-exceeded", "Got completion from peer")
+    refused = _quoted(entries, "nccl-docker-interface", "failed : Connection refused")
+    ib = _quoted(entries, "nccl-ib-retry-exceeded", "Got completion from peer")
     table = index["entries"]
     primary = Candidate("nccl-fallback-to-socket", table["nccl-fallback-to-socket"])
     assert [a["id"] for a in lookalikes(primary, [refused], table, set(), 1, {})] == ["nccl-docker-interface"]
@@ -460,13 +463,8 @@ def test_a_wrapper_never_outranks_a_specific_finding_even_a_downstream_one(entri
     engine process failed; a Gloo connect failure printed after it (downstream itself:
     a peer that went away) still names the failure. Both lines are quoted from the
     entries' real examples."""
-    def quoted(entry_id: str, needle: str) -> str:
-        e = next(e for e in entries if e.id == entry_id)
-        return min((ln for i in range(len(e.data["examples"]))
-                    for ln in (_example(entries, entry_id, i) or "").splitlines() if needle in ln), key=len)
-
-    engine = quoted("vllm-engine-dead", "Engine core initialization failed")
-    gloo = quoted("gloo-connection-error", "connectFullMesh failed")
+    engine = _quoted(entries, "vllm-engine-dead", "Engine core initialization failed")
+    gloo = _quoted(entries, "gloo-connection-error", "connectFullMesh failed")
     assert index["entries"]["vllm-engine-dead"]["wrapper"] and index["entries"]["gloo-connection-error"]["downstream"]
     alone = run_text(index, engine + "\n")
     assert alone["primary"]["id"] == "vllm-engine-dead"

@@ -57,6 +57,8 @@ DOWNSTREAM_ONLY, DOWNSTREAM_CAP = 0.66, 0.60
 CONTENDERS = 0.30          # causes within this of the best are ordered by time
 NEAREST_MAX, NEAREST_MIN_SIMILARITY = 0.25, 0.08
 LOOKALIKE_MAX, MAX_GUESSED = 0.15, 3
+# how a look-alike's machine check stands (lookalikes): it points there, or the log lacks its fact
+LOOKALIKE_WHY = {0: " that points to it", 1: " that this log lacks the line for"}
 ENDS_IN_ERROR_LINES = 20   # an error line this close to the end of a log: it died there
 BANDS = ((0.80, "certain"), (0.50, "likely"), (0.0, "guess"))
 
@@ -231,6 +233,10 @@ class Gathered:
             # a report is one line, however many of the entry's signatures it matched
             c.reports = len({(f["source"], f["line"]) for f in c.defining + c.supporting + c.collateral})
 
+    def facts_for(self, c: Candidate) -> dict:
+        """The facts a candidate's discriminators read: the log's, its own findings' over them."""
+        return {**self.seen_facts, **self.facts, **c.facts}
+
 
 # ---------------------------------------------------------------- score: one rule each
 
@@ -309,7 +315,7 @@ def check(d: dict, facts: dict) -> tuple[bool | None, tuple, str]:
 
 def rule_discriminators(c: Candidate, g: Gathered, pointed: dict) -> None:
     """Each fact counts once, however many discriminators read it."""
-    all_facts = {**g.seen_facts, **g.facts, **c.facts}
+    all_facts = g.facts_for(c)
     decided: set = set()
     for d in c.meta.get("discriminators", []):
         verdict, facts_used, shown = check(d, all_facts)
@@ -494,36 +500,31 @@ def lookalikes(primary: Candidate, probe: list[str], entries: dict, ranked: set,
                facts: dict) -> list[dict]:
     """The failures the primary's discriminators tell it apart from, that nothing ranked
     yet. One whose check this log answers in the primary's favour is ruled out. Those
-    whose check reads a fact the log does not show come first: the line that would
-    tell them apart is missing. Then the rest, nearest to the log's lines first, in
-    the entry's own order among equals."""
+    whose check points to them come first, then those whose check reads a fact the log
+    does not show (the line that would tell them apart is missing), then the rest:
+    nearest to the log's lines first, in the entry's own order among equals."""
+    if room <= 0:
+        return []
     when: dict[str, str] = {}
-    verdicts: dict[str, set] = {}
+    status: dict[str, int] = {}          # -1 ruled out, else a LOOKALIKE_WHY key; absent: no check
     for d in primary.meta.get("discriminators", []):
         eid = d["elsewhere"]
         if eid in ranked or eid == primary.id or eid not in entries:
             continue
-        verdict, _, _ = check(d, facts)
-        if d.get("fact") or d.get("compare"):
-            verdicts.setdefault(eid, set()).add(verdict)
         when.setdefault(eid, d["elsewhere_when"])
-    for eid, vs in verdicts.items():
-        if True in vs:
-            when.pop(eid)     # the log answers a check in the primary's favour
+        if d.get("fact") or d.get("compare"):
+            verdict = check(d, facts)[0]
+            status[eid] = min(status.get(eid, 2), {True: -1, False: 0, None: 1}[verdict])
+    for eid in [eid for eid, st in status.items() if st < 0]:
+        del when[eid]
     if not when:
         return []
     sim = {eid: s for s, eid in nearest(probe, {eid: entries[eid] for eid in when}, limit=len(when),
                                         explained=set(primary.meta.get("text_vector") or ()))}
-    # a check that points here, then one the log cannot make, then the rest; stable
-    # sort: the entry's own order among equals
-    order = {False: 0, None: 1}
-    picked = sorted(when, key=lambda eid: (min((order[v] for v in verdicts.get(eid, ())), default=2),
-                                           -sim.get(eid, 0.0)))[:max(room, 0)]
-    how = {False: " that points to it", None: " that this log lacks the line for"}
+    picked = sorted(when, key=lambda eid: (status.get(eid, 2), -sim.get(eid, 0.0)))[:room]   # stable
     return [_guess(entries[eid], eid, round(max(0.05, min(LOOKALIKE_MAX, sim.get(eid, 0.0) * LOOKALIKE_MAX / 0.6)), 2),
                    f"Not ruled out: {primary.id} is told from this by one check"
-                   f"{how[False] if False in verdicts.get(eid, ()) else how[None] if eid in verdicts else ''}; "
-                   f"it is this failure when {when[eid].rstrip('.')}")
+                   f"{LOOKALIKE_WHY.get(status.get(eid), '')}; it is this failure when {when[eid].rstrip('.')}")
             for eid in picked]
 
 
@@ -623,7 +624,7 @@ def build_report(index: dict, sources: list, baseline: list | None = None, artif
     if primary is not None:
         if len(alt_out) < MAX_GUESSED:
             alt_out += lookalikes(primary, _probe_lines(sources, g), entries, {a["id"] for a in alt_out},
-                                  MAX_GUESSED - len(alt_out), {**g.seen_facts, **g.facts, **primary.facts})
+                                  MAX_GUESSED - len(alt_out), g.facts_for(primary))
     else:
         first_error = min((s.first_error for s in sources if s.first_error), key=_TIME, default=None)
         last_exc = max((s.last_exception for s in sources if s.last_exception), key=_TIME, default=None)
