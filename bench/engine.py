@@ -207,8 +207,8 @@ def main() -> int:
     pat_file = workdir / "patterns.ere"
     pat_file.write_text("\n".join(ere) + "\n")
     print(f"index: {len(index['signatures'])} signatures ({len(patterns)} defining, {len(ere)} as ERE for "
-          f"grep); anchors: {len(index['anchors'])} in {len({a[0] for a in index['anchors']})} regex passes "
-          f"(one per first byte); {os.cpu_count()} cores; reference: grep -c -E -f, LC_ALL=C and default locale")
+          f"grep); anchors: {len(index['anchors'])} in {len(index['passes'])} passes "
+          f"(one per key byte); {os.cpu_count()} cores; reference: grep -c -E -f, LC_ALL=C and default locale")
     log = workdir / "bench.log"
     try:
         if args.worst_case:

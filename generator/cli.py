@@ -169,7 +169,7 @@ def cmd_index(args) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(index, sort_keys=True, separators=(",", ":")), encoding="utf-8")
     print(f"wrote {out} ({len(index['entries'])} entries, {len(index['signatures'])} signatures, "
-          f"{len(index['anchors'])} anchors, {len({a[0] for a in index['anchors']})} regex passes)")
+          f"{len(index['anchors'])} anchors, {len(index['passes'])} passes)")
     return 0
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import bisect
 import re
 import sys
+from collections import Counter
 from functools import cached_property
 from pathlib import Path
 
@@ -173,3 +174,19 @@ class HealthyCorpus:
     def char_freq(self, ch: str) -> float:
         text = self._char_sample
         return text.count(ch) / max(1, len(text))
+
+    @cached_property
+    def _byte_share(self) -> list[dict[str, float]]:
+        """Per log of at least 100 lines: each character's share of its text."""
+        out = []
+        for lines in self.files.values():
+            if len(lines) >= 100:
+                text = "\n".join(lines)
+                out.append({ch: n / len(text) for ch, n in Counter(text).items()})
+        return out
+
+    def char_freq_high(self, ch: str) -> float:
+        """A character's share in the logs that print it most (the third highest of the
+        logs, so that one odd log does not decide): what a scan for it meets on a bad day."""
+        shares = sorted((d.get(ch, 0.0) for d in self._byte_share), reverse=True)
+        return shares[min(2, len(shares) - 1)] if shares else 0.0

@@ -17,7 +17,7 @@ from .healthy import HealthyCorpus, engine_module
 from .regexes import MIN_ANCHOR, branch_options, choose_anchors, required_literals
 from .validate import validate
 
-INDEX_FORMAT = 2
+INDEX_FORMAT = 3
 # Lines that look like errors are candidates even when no signature knows them, so
 # that an unknown failure still yields its first error and last exception
 # (scan._ERRORISH decides). Each group is one prefilter key that the anchor choice
@@ -88,7 +88,12 @@ def build_index(root: Path, entries) -> dict:
     for key, groups in GENERIC_KEYS.items():
         for j, lits in enumerate(groups):
             required[f"{key}#{j}"] = lits
-    anchors, assigned = choose_anchors(required, healthy)
+    anchors, assigned, keys = choose_anchors(required, healthy)
+    # the prefilter's passes, one per key byte, the rarest in healthy output first
+    by_key: dict[str, list[str]] = {}
+    for a in anchors:
+        by_key.setdefault(keys[a], []).append(a)
+    passes = [[k, by_key[k]] for k in sorted(by_key, key=lambda k: (healthy.char_freq(k) if healthy else 0, k))]
     for s in sigs:
         s["anchors"] = []
     for k, n in owner.items():
@@ -126,7 +131,8 @@ def build_index(root: Path, entries) -> dict:
             "url": f"entries/{e.id}/",   # the entry page, relative to the site root
             "text_vector": vectors[e.id],
         }
-    body = {"faildex_index": INDEX_FORMAT, "anchors": anchors, "signatures": sigs, "entries": out_entries,
+    body = {"faildex_index": INDEX_FORMAT, "anchors": anchors, "passes": passes, "signatures": sigs,
+            "entries": out_entries,
             "healthy_candidate_rates": rates}
     digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
     body["digest"] = digest

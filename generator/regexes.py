@@ -252,34 +252,48 @@ def backtracking_risks(pattern: str) -> list[str]:
     return sorted(set(reasons))
 
 
-# The prefilter's cost model (measured with CPython 3.11's sre on 8 MB of each bench
-# profile; units are ns per byte scanned). A regex whose alternatives all start with
-# the same byte takes sre's memchr path: ~0.35 ns/B, plus ~20 ns at each occurrence
-# of that byte where the rest of the trie is tried. Two different first bytes in one
-# regex fall back to a per-byte charset test (~6 ns/B whatever the bytes), and a
-# bytes.find pass costs 0.4-0.8 ns/B, so the engine runs one regex per first byte
-# and the real price of an anchor is the first byte it adds.
-GROUP_NS = 1.0           # one regex pass (0.35 measured with a rare first byte, more as its trie grows)
-OCCURRENCE_NS = 20.0     # per occurrence of the group's first byte, per byte of input
-JOIN_NS = 0.02           # one more alternative in a group that already runs
+# The prefilter's cost model (CPython 3.11 on this 2-core VM; ns per byte of input).
+# The engine (faildex.scan) runs one pass per key byte: every anchor holds its pass's
+# key, and a pass finds each occurrence of the key with bytes.find (memchr, ~0.1 ns/B)
+# and tries the pass's anchors there with one regex match (~300 ns a try, a Python
+# round trip). Where the key is frequent the pass hands the rest of the buffer to
+# sre's own search, whose literal-prefix loop runs ~0.75 ns/B plus ~25 ns at each
+# occurrence. So a pass costs about PASS_NS + min(the two), and a rare key byte (an
+# uppercase letter, punctuation) makes a pass nearly free; the fixed PASS_NS is its
+# share of the worst case, a log where every key is frequent.
+PASS_NS = 0.15           # fixed, per pass
+MEMCHR_NS = 0.1          # bytes.find of one byte
+FIND_TRY_NS = 300.0      # per occurrence of the key, trying the anchors from Python
+SRE_NS = 0.75            # sre's scan loop for a literal prefix
+SRE_TRY_NS = 25.0        # per occurrence of the key, inside sre
+JOIN_NS = 0.02           # one more anchor in a pass that already runs
 CANDIDATE_NS = 0.02      # a candidate line (~20 us in Python) per healthy hit per MB
+MIN_BYTE_FREQ = 0.0001   # a byte absent from the healthy sample is still not free
+# A key other than the anchor's first byte is checked with a lookbehind, which sre
+# tries one by one at each occurrence of the key: only a byte rarer than this in
+# healthy output may key an anchor from inside it.
+INNER_KEY_FREQ = 0.0025
 
 
-def choose_anchors(required: dict[str, list[str]], healthy=None) -> tuple[list[str], dict[str, str]]:
-    """Pick the literal anchors of the engine's prefilter; each pattern contains one.
+def pass_cost(freq: float) -> float:
+    """What one pass costs, in ns/B, when its key byte is freq of the input's bytes."""
+    return PASS_NS + min(MEMCHR_NS + FIND_TRY_NS * freq, SRE_NS + SRE_TRY_NS * freq)
 
-    The engine (faildex.scan.Plan) compiles one regex per first byte of its
-    anchors, nested by prefix, and every line holding an anchor is a candidate,
-    decoded and tested in Python. So an anchor costs (see the constants above) the
-    regex pass its first byte adds, unless that byte already starts another
-    anchor, plus its hit rate in the healthy corpus (generator.healthy); one that
-    makes a noticeable share of any one healthy log's lines candidates costs far
-    more.
+
+def choose_anchors(required: dict[str, list[str]], healthy=None
+                   ) -> tuple[list[str], dict[str, str], dict[str, str]]:
+    """Pick the literal anchors of the engine's prefilter and the pass each runs in.
+
+    Every pattern (key of `required`) must contain one anchor. An anchor costs the
+    pass its key byte adds (pass_cost), unless another anchor already pays for that
+    byte, plus its hit rate in the healthy corpus (generator.healthy): one that makes
+    a noticeable share of any one healthy log's lines candidates costs far more. An
+    anchor's key may be any byte of it, so "CUDA error" can ride on a pass for "U".
 
     Greedy set cover (lazily re-evaluated) over the substrings of each pattern's
-    required literals, then a pass that drops a first byte whose patterns all have
-    an acceptable anchor under the bytes that remain. Returns (anchors, key ->
-    anchor).
+    required literals, then a pass that drops a key byte whose patterns all have an
+    acceptable anchor under the keys that remain. Returns (anchors, pattern ->
+    anchor, anchor -> key byte).
     """
     import heapq
 
@@ -300,21 +314,30 @@ def choose_anchors(required: dict[str, list[str]], healthy=None) -> tuple[list[s
                     sub = lit[i:i + length]
                     if length < MIN_ANCHOR and (i == 0 or sub[0].isalnum() or sub[0] == " "):
                         # shorter only from inside a literal, starting at a punctuation
-                        # byte ("+1" of "e+1"): a rare first byte where the literal's
-                        # own first byte is a common letter
+                        # byte ("+1" of "e+1"): a rare byte where the literal's own
+                        # bytes are common letters
                         continue
                     if sub.strip() != sub or not sub.strip():
                         continue
                     candidates.setdefault(sub, set()).add(key)
     mb = max(healthy.total_bytes / 1e6, 0.01) if healthy else 0.01
-    char_freq: dict[str, float] = {}
-    used_first: set[str] = set()
+    byte_cost: dict[str, float] = {}
+    used: set[str] = set()
+    rare_cost = pass_cost(INNER_KEY_FREQ)
 
-    def group_cost(c: str) -> float:
-        if c not in char_freq:
-            # floor: a character absent from the sample is still not free
-            char_freq[c] = max(healthy.char_freq(c) if healthy else 0.0, 0.0005)
-        return GROUP_NS + OCCURRENCE_NS * char_freq[c]
+    def key_cost(c: str) -> float:
+        if c not in byte_cost:
+            freq = healthy.char_freq_high(c) if healthy else 0.0
+            # a space is on every line: never a key
+            byte_cost[c] = 1e9 if c.isspace() else pass_cost(max(freq, MIN_BYTE_FREQ))
+        return byte_cost[c]
+
+    def keys_of(sub: str) -> set[str]:
+        """The bytes that may key sub: its first, and any rare one."""
+        return {sub[0]} | {c for c in sub if key_cost(c) <= rare_cost}
+
+    def best_key(sub: str) -> str:
+        return min(keys_of(sub), key=lambda c: (0 if c in used else 1, key_cost(c), c))
 
     def static(sub: str) -> float:
         # short needles hit by chance in text the healthy corpus lacks ("(min, max) time")
@@ -337,21 +360,23 @@ def choose_anchors(required: dict[str, list[str]], healthy=None) -> tuple[list[s
                 + (50 if worst > 0.005 else 0))
 
     def cost(sub: str) -> float:
-        return (JOIN_NS if sub[0] in used_first else group_cost(sub[0])) + base(sub)
+        k = best_key(sub)
+        return (JOIN_NS if k in used else key_cost(k)) + base(sub)
 
     uncovered = {k for k, lits in required.items() if any(x in candidates for x in lits)
                  or any(len(x) >= MIN_ANCHOR for x in lits)}
     anchors: list[str] = []
     assigned: dict[str, str] = {}
 
-    # bound for the heap: the cheapest a substring could be (in a paid group, no
+    # bound for the heap: the cheapest a substring could be (its key paid already, no
     # corpus lookup yet)
     heap = [(-len(keys & uncovered) / (JOIN_NS + static(s)), -len(s), s)
             for s, keys in candidates.items() if keys & uncovered]
     heapq.heapify(heap)
-    by_first: dict[str, list[str]] = {}
+    with_byte: dict[str, list[str]] = {}
     for sub in candidates:
-        by_first.setdefault(sub[0], []).append(sub)
+        for c in keys_of(sub):
+            with_byte.setdefault(c, []).append(sub)
     while uncovered and heap:
         _, neg_len, sub = heapq.heappop(heap)
         cover = candidates[sub] & uncovered
@@ -365,41 +390,48 @@ def choose_anchors(required: dict[str, list[str]], healthy=None) -> tuple[list[s
         for key in cover:
             assigned[key] = sub
         uncovered -= cover
-        if sub[0] not in used_first:
-            # every substring starting with this byte just became cheaper: re-queue them
-            used_first.add(sub[0])
-            for other in by_first.get(sub[0], ()):
+        k = best_key(sub)
+        if k not in used:
+            # every substring holding this byte just became cheaper: re-queue them
+            used.add(k)
+            for other in with_byte.get(k, ()):
                 left = candidates[other] & uncovered
                 if left:
                     heapq.heappush(heap, (-len(left) / cost(other), -len(other), other))
-    # The greedy pays for a first byte early, when few anchors share it; afterwards
-    # drop each byte whose patterns all have a cheap enough anchor under the others.
+    # The greedy pays for a key early, when few anchors share it; afterwards drop each
+    # key whose patterns all have a cheap enough anchor under the others.
     subs_of: dict[str, list[str]] = {}
     for sub, keys in candidates.items():
         for k in keys:
             subs_of.setdefault(k, []).append(sub)
-    for c in sorted(used_first, key=group_cost, reverse=True):
-        mine = [a for a in anchors if a[0] == c]
-        keys = [k for k, a in assigned.items() if a[0] == c]
-        others = used_first - {c}
-        saved = group_cost(c) + sum(base(a) for a in mine)
+
+    def key_of(a: str, among: set[str]) -> str:
+        return min(keys_of(a) & among, key=lambda c: (key_cost(c), c))
+
+    for c in sorted(used, key=key_cost, reverse=True):
+        others = used - {c}
+        stuck = {a for a in assigned.values() if not keys_of(a) & others}
+        if not stuck:
+            used.discard(c)   # every anchor here holds another key: they ride there
+            continue
+        moved_keys = [k for k, a in assigned.items() if a in stuck]
+        saved = key_cost(c) + sum(base(a) for a in stuck)
         moves: dict[str, str] = {}
-        for k in keys:
-            options = [s for s in subs_of.get(k, []) if s[0] in others]
+        for k in moved_keys:
+            options = [s for s in subs_of.get(k, []) if keys_of(s) & others]
             if not options:
                 break
             moves[k] = min(options, key=lambda s: (base(s), -len(s), s))
         else:
             added = sum(base(s) for s in set(moves.values())) + JOIN_NS * len(set(moves.values()))
             if added < saved:
-                used_first.discard(c)
-                anchors = [a for a in anchors if a[0] != c]
+                used.discard(c)
                 for k, s in moves.items():
                     assigned[k] = s
-                    if s not in anchors:
-                        anchors.append(s)
     anchors = sorted({assigned[k] for k in assigned})
-    return anchors, assigned
+    # each anchor runs in the pass of its rarest key byte
+    keys = {a: key_of(a, used) for a in anchors}
+    return anchors, assigned, keys
 
 
 def readable(pattern: str) -> str:

@@ -501,3 +501,108 @@ def test_a_watchdog_line_cut_after_its_message_is_still_the_watchdog_timeout(ind
     assert whole["primary"]["first_seen"]["facts"].get("op_type") == "ALLREDUCE"
     cut = line[:line.index("operation timeout") + len("operation timeout")]
     assert run_text(index, cut + "\n")["primary"]["id"] == "nccl-watchdog-timeout"
+
+
+class _CountingBytes(bytes):
+    """bytes that add up how many bytes their find/rfind/count calls really look at
+    (memchr stops at the hit), to measure the scan's work without a clock."""
+    looked = 0
+
+    @staticmethod
+    def _range(buf, args):
+        start = args[1] if len(args) > 1 and args[1] is not None else 0
+        end = args[2] if len(args) > 2 and args[2] is not None else len(buf)
+        return max(0, start), min(len(buf), end)
+
+    def find(self, *args):
+        hit = bytes.find(self, *args)
+        start, end = self._range(self, args)
+        _CountingBytes.looked += (hit + 1 - start) if hit != -1 else max(0, end - start)
+        return hit
+
+    def rfind(self, *args):
+        hit = bytes.rfind(self, *args)
+        start, end = self._range(self, args)
+        _CountingBytes.looked += (end - hit) if hit != -1 else max(0, end - start)
+        return hit
+
+    def count(self, *args):
+        start, end = self._range(self, args)
+        _CountingBytes.looked += max(0, end - start)
+        return bytes.count(self, *args)
+
+
+def test_work_per_candidate_does_not_grow_with_the_chunk(index):
+    """Issue 10: every per-candidate step is bounded by its line (or WINDOW), so the
+    bytes the scan looks at do not depend on how big the chunks are. Before, finding
+    a candidate's line end searched the rest of the chunk for a \\r: 8 MB chunks did
+    ~8x the work of 1 MB ones on a log with no \\r. Counted, not timed."""
+    info = b"node1:2041:2121 [3] NCCL INFO Channel 05/32 : 3 0 via P2P/CUMEM/read\n"
+    hit = b"[rank3]: RuntimeError: something failed here\n"
+    block = info * 29 + hit                  # a candidate every 30th line
+    data = block * ((8 << 20) // len(block))
+    looked = {}
+    for mb in (1, 8):
+        chunk = (mb << 20) - (mb << 20) % len(block)   # whole lines: each chunk is scanned as fed
+        d = Diagnosis(index)
+        part = d.scan_range("job.log", 0)              # Diagnosis.feed would copy the chunks
+        part.feed(b"start\n")
+        _CountingBytes.looked = 0
+        for i in range(0, len(data), chunk):
+            part.feed(_CountingBytes(data[i:i + chunk]))
+        looked[mb] = _CountingBytes.looked
+        d.adopt_ranges("job.log", [part.end_range(is_last=True)])
+        got = d.report()["inputs"][0]
+        assert got["candidates"] >= len(data) // len(block), got["candidates"]
+    # the same work whatever the chunk, and a few looks per byte, not a chunk per line
+    assert looked[8] <= 1.05 * looked[1], looked
+    assert looked[8] <= 40 * len(data), looked
+
+
+def test_a_pass_finds_every_line_holding_one_of_its_anchors_whether_its_key_is_rare_or_not():
+    """A pass (scan._keyed_trie + _collect_spans) keys its anchors on one byte they all
+    hold, at their start or inside them (a lookbehind checks what precedes the key).
+    Where the key is rare the pass hops with bytes.find; where it is frequent it hands
+    the rest of the buffer to re's own scan: either way it marks exactly the lines
+    that hold an anchor."""
+    import random
+
+    import re as _re
+
+    from faildex.scan import _collect_spans, _keyed_trie
+
+    anchors = [b"CUDA error", b"GPU has fallen", b"UDA driver", b"Unexpected key", b"CPU"]
+    rx = _re.compile(_keyed_trie(b"U", anchors))
+    rng = random.Random(7)
+    words = [b"CUDA", b"error", b"GPU", b"CPU", b"has", b"fallen", b"Unexpected", b"key", b"UDA", b"driver",
+             b"INFO", b"NCCL", b"ok"]
+    for dense in (False, True):
+        lines = []
+        for _ in range(5000):
+            pool = words if dense else [w for w in words if b"U" not in w]
+            line = b" ".join(rng.choice(pool) for _ in range(rng.randint(1, 8)))
+            if not dense and rng.random() < 0.01:
+                line += b" " + rng.choice(anchors)
+            lines.append(line)
+        buf = b"\n".join(lines) + b"\n"
+        spans: dict[int, int] = {}
+        calls = {"match": 0, "search": 0}
+
+        class Counted:   # the pass's regex, counting how it is used
+            def match(self, *a):
+                calls["match"] += 1
+                return rx.match(*a)
+
+            def search(self, *a):
+                calls["search"] += 1
+                return rx.search(*a)
+
+        _collect_spans([(b"U", Counted())], buf, len(buf), False, spans)
+        # sparse: memchr hops and a match at each key; dense: re's own scan took over
+        assert (calls["search"] > 0) == dense, calls
+        want, pos = {}, 0
+        for line in lines:
+            if any(a in line for a in anchors):
+                want[pos] = pos + len(line)
+            pos += len(line) + 1
+        assert spans == want, dense

@@ -30,7 +30,7 @@ __all__ = ["Diagnosis", "diagnose", "load_index", "read_chunks", "InputError", "
            "REPORT_FORMAT", "__version__"]
 
 __version__ = "0.1.0"   # the release; pyproject.toml reads it from here
-INDEX_FORMAT = 2
+INDEX_FORMAT = 3
 CHUNK = 8 << 20
 
 

@@ -1,13 +1,13 @@
 """Streaming scan: bytes in, findings out, memory bounded whatever the input.
 
-The hot loop never looks at every line. For each chunk it runs one regex pass per
-first byte of the literal anchors (chosen at build time, generator.regexes.
-choose_anchors, so that every signature contains one anchor), each a trie of the
-anchors starting with that byte, which sre scans at memchr speed; only the lines
-around a hit are decoded and tested against the signatures that own the anchors
-on that line. Lines are split on \\n and \\r, so tqdm's carriage-return progress
-lines and CRLF files read naturally; a line longer than WINDOW on either side of
-a hit is read as a window, never whole.
+The hot loop never looks at every line. For each chunk it runs one pass per key
+byte of the literal anchors (chosen at build time, generator.regexes.
+choose_anchors, so that every signature contains one anchor and the keys are bytes
+healthy jobs rarely print): memchr finds the key, one regex tries the anchors
+there. Only the lines around a hit are decoded and tested against the signatures
+that own the anchors on that line. Lines are split on \\n and \\r, so tqdm's
+carriage-return progress lines and CRLF files read naturally; a line longer than
+WINDOW on either side of a hit is read as a window, never whole.
 """
 from __future__ import annotations
 
@@ -40,25 +40,32 @@ _CONTROL = bytes(b for b in range(32) if b not in (9, 10, 12, 13, 27)) + b"\x7f"
 
 
 class Plan:
-    """The compiled index: anchors, and the signatures each anchor guards.
+    """The compiled index: anchors, the passes that find them, and the signatures each
+    anchor guards.
 
-    Anchors are searched by one regex per first byte: sre runs a pattern whose
-    alternatives share their first byte with memchr (~0.35 ns/B), while one regex
-    over several first bytes tests every byte against a charset (~6 ns/B); see
-    generator.regexes.choose_anchors for the cost model the anchors are chosen by.
+    Each pass has a key byte that all its anchors hold (chosen at build time,
+    generator.regexes.choose_anchors) and one regex, the key followed by a trie of
+    what follows it in each anchor, with a lookbehind for what precedes it. A pass
+    looks for its key with bytes.find (memchr) and tries the regex there; a rare key
+    ("U" of "CUDA error") makes the pass almost free. See _collect_spans.
     """
 
     def __init__(self, index: dict, baseline_mode: bool = False):
-        anchors = list(index["anchors"])
+        passes = [(k.encode(), [a.encode() for a in group]) for k, group in index["passes"]]
         # lines the suspects need (suspects.HangLines) that no signature may anchor
-        anchors += [a for a in SCAN_ANCHORS if a not in anchors]
+        extra = [a for a in SCAN_ANCHORS if a not in index["anchors"]]
         if baseline_mode:
-            anchors += [a for a in BASELINE_ANCHORS if a not in anchors]
-        every = sorted({a.encode() for a in anchors})
-        by_first: dict[int, list[bytes]] = {}
-        for a in every:
-            by_first.setdefault(a[0], []).append(a)
-        self.passes = [re.compile(_trie(group)) for _, group in sorted(by_first.items())]
+            extra += [a for a in BASELINE_ANCHORS if a not in index["anchors"] and a not in extra]
+        for a in (x.encode() for x in extra):
+            # into the pass keyed by its first byte, else a pass of its own
+            for key, group in passes:
+                if a.startswith(key):
+                    group.append(a)
+                    break
+            else:
+                passes.append((a[:1], [a]))
+        every = sorted({a for _, group in passes for a in group})
+        self.passes = [(key, re.compile(_keyed_trie(key, group))) for key, group in passes]
         # A host may find the anchors itself (set_hit_finder): the browser's worker hands
         # each chunk to the JavaScript regex engine, which compiles one alternation of the
         # same anchors to machine code where sre in WebAssembly runs each pass 2-4x slower.
@@ -91,7 +98,7 @@ class Plan:
         head_words: dict[int, set[bytes]] = {}
         for w in context_keys + [lit for _, _, _, lit in self.context_sigs if lit]:
             head_words.setdefault(w[0], set()).add(w)
-        self.head_passes = [re.compile(_trie(sorted(ws))) for _, ws in sorted(head_words.items())]
+        self.head_passes = [(bytes([c]), re.compile(_trie(sorted(ws)))) for c, ws in sorted(head_words.items())]
 
     def anchors_in(self, seg: bytes) -> list[bytes]:
         """The anchors a candidate line holds, in a fixed order."""
@@ -518,17 +525,62 @@ def _trie(words: list[bytes]) -> bytes:
     return b"|".join(parts)
 
 
+# A pass stops calling bytes.find once its key has come up more than once per this
+# many bytes of the buffer so far: from there sre's own scan (~0.75 ns/B) is cheaper
+# than a Python round trip (~300 ns) at every occurrence.
+FIND_SPACING = 400
+
+
 def _collect_spans(passes, buf: bytes, end: int, cr: bool, spans: dict[int, int]) -> None:
     """Each line of buf[:end] holding a hit of one of the passes: start -> end in spans.
     After a hit, a pass goes on from the end of its line."""
-    for rx in passes:
-        search = rx.search
-        m = search(buf, 0, end)
-        while m:
-            pos = m.start()
-            start, stop = _segment(buf, pos, cr)
-            spans[start] = max(spans.get(start, 0), stop)
-            m = search(buf, max(stop, pos + 1), end)
+    find = buf.find
+    for key, rx in passes:
+        match = rx.match
+        tries = 0
+        pos = find(key, 0, end)
+        while pos != -1:
+            tries += 1
+            if not tries & 63 and pos < tries * FIND_SPACING:
+                # the key is frequent in this buffer: let sre scan the rest
+                m = rx.search(buf, pos, end)
+                while m:
+                    hit = m.start()
+                    start, stop = _segment(buf, hit, cr)
+                    spans[start] = max(spans.get(start, 0), stop)
+                    m = rx.search(buf, max(stop, hit + 1), end)
+                break
+            if match(buf, pos, end):
+                start, stop = _segment(buf, pos, cr)
+                spans[start] = max(spans.get(start, 0), stop)
+                pos = find(key, max(stop, pos + 1), end)
+            else:
+                pos = find(key, pos + 1, end)
+
+
+def _keyed_trie(key: bytes, anchors: list[bytes]) -> bytes:
+    """One regex that matches at an occurrence of key when one of the anchors (which
+    all hold key) is there: key, then a trie of what follows key in each anchor, then
+    a lookbehind for the whole anchor where some text precedes key in it
+    ("U(?:DA error(?<=CUDA error)|...)"). An anchor that starts with key needs no
+    lookbehind, and ends its branch of the trie: any hit only marks a candidate line."""
+    tree: dict = {}
+    for a in anchors:
+        i = a.index(key)
+        node = tree
+        for ch in a[i + 1:]:
+            node = node.setdefault(ch, {})
+        node.setdefault(None, set()).add(a if i else b"")
+
+    def emit(node: dict) -> bytes:
+        ends = node.get(None, set())
+        if b"" in ends:
+            return b""
+        alts = [re.escape(bytes([ch])) + emit(node[ch]) for ch in sorted(k for k in node if k is not None)]
+        alts += [b"(?<=" + re.escape(a) + b")" for a in sorted(ends)]
+        return alts[0] if len(alts) == 1 else b"(?:" + b"|".join(alts) + b")"
+
+    return re.escape(key) + emit(tree)
 
 
 def _segment(buf: bytes, pos: int, cr: bool = True) -> tuple[int, int]:
