@@ -199,33 +199,6 @@ def _ambiguous_branch(items) -> bool:
     return False
 
 
-def starts_with_required_space(pattern: str) -> bool:
-    """Must every match begin with whitespace (after a ^)? PyTorch indents some messages
-    with a tab, but a paste, a wrapper or a shipper strips it."""
-    def is_space(op, av) -> bool:
-        if op is C.LITERAL:
-            return chr(av).isspace()
-        if op is C.IN:
-            return all((o is C.LITERAL and chr(a).isspace()) or (o is C.CATEGORY and a is C.CATEGORY_SPACE)
-                       for o, a in av)
-        return False
-
-    def first_is_space(items) -> bool:
-        items = [x for x in items if x[0] is not C.AT]
-        if not items:
-            return False
-        op, av = items[0]
-        if op is C.SUBPATTERN:
-            return first_is_space(list(av[-1]))
-        if op is C.BRANCH:
-            return all(first_is_space(list(b)) for b in av[1])
-        if op in (C.MAX_REPEAT, C.MIN_REPEAT):
-            return av[0] >= 1 and first_is_space(list(av[2]))
-        return is_space(op, av)
-
-    return first_is_space(list(P.parse(pattern)))
-
-
 def backtracking_risks(pattern: str) -> list[str]:
     """Reasons the pattern may backtrack catastrophically (empty list: none found)."""
     reasons: list[str] = []

@@ -29,7 +29,6 @@ Codes
                                       FDX036 context signature on most healthy lines
                                       FDX037 discriminator fact nothing extracts
                                       FDX038 reference listed twice
-                                      FDX039 signature requires leading space
 """
 from __future__ import annotations
 
@@ -40,7 +39,7 @@ from typing import Callable, Iterable, Iterator
 from . import schema as S
 from .healthy import HealthyCorpus, engine_module
 from .loader import Entry, Problem, load_all
-from .regexes import MIN_ANCHOR, backtracking_risks, required_literals, starts_with_required_space
+from .regexes import MIN_ANCHOR, backtracking_risks, required_literals
 from .text import log_lines
 
 Check = Callable[[Entry, "Context"], Iterator[Problem]]
@@ -240,10 +239,6 @@ def check_signature_anchor(entry: Entry, ctx: Context) -> Iterator[Problem]:
                                 "signatures are case-sensitive (the exact text printed): "
                                 "remove (?i); list the real spellings as alternatives")
             continue
-        if starts_with_required_space(sig["regex"]):
-            yield entry.problem(("signatures", i, "regex"), "FDX039",
-                                "the match must not start with whitespace (an indent, a tab): a "
-                                "paste, a wrapper or a log shipper drops it; start at the message")
         lits = required_literals(sig["regex"])
         if not any(len(x) >= MIN_ANCHOR for x in lits):
             yield entry.problem(("signatures", i, "regex"), "FDX017",

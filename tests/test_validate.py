@@ -100,7 +100,6 @@ REL = "entries/rendezvous/torchrun-rendezvous-timeout.yaml"
     ("regex: 'RendezvousTimeoutError'", "regex: '(Rendezvous+)+TimeoutError'", "FDX018", "regex: '(Rend"),
     ("regex: 'RendezvousTimeoutError'", "regex: 'RendezvousTimeoutErrorXYZ'", "FDX020", "regex: 'RendezvousTimeoutErrorXYZ'"),
     ("regex: 'RendezvousTimeoutError'", "regex: '[A-Z]\\w{3}'", "FDX017", "regex: '[A-Z]"),
-    ("regex: 'RendezvousTimeoutError'", "regex: '(?:\\t| {2,8})RendezvousTimeoutError'", "FDX039", "regex: '(?:"),
     ("  - id: rdzv-join-timeout-conf", "  - id: rdzv-timeout-error", "FDX026", "  - id: rdzv-timeout-error\n    regex: \"rdzv"),
     ("    url: https://github.com/ymcui/Chinese-LLaMA-Alpaca-2/issues/274",
      "    url: https://docs.pytorch.org/docs/stable/elastic/run.html/", "FDX038", "run.html/"),
