@@ -96,7 +96,7 @@ def required_literals(pattern: str) -> list[str]:
     return sorted(set(lits), key=lambda s: (-len(s), s))
 
 
-def branch_options(pattern: str, max_branches: int = 10) -> list[list[list[str]]]:
+def branch_options(pattern: str, max_branches: int = 16) -> list[list[list[str]]]:
     """Ways to split a pattern by one of its alternations: for each top-level
     alternation (bare, or in a group), the required literals of each branch's
     matches, with the text around the alternation joined on. `'loss': (?:nan|inf)`

@@ -473,6 +473,48 @@ def test_a_wrapper_never_outranks_a_specific_finding_even_a_downstream_one(entri
     assert "vllm-engine-dead" in {c["id"] for c in both["collateral"]}
 
 
+def test_warnings_the_log_goes_on_after_without_error_do_not_make_a_diagnosis(index):
+    """A line that only supports a failure (here PyTorch's size-mismatch message without
+    the tab its RuntimeError adds, as a non-strict loader logs it) names the failure
+    when the log ends there, and is set aside when the run goes on for WENT_ON_LINES
+    without an error line. The messages are the entry's reproduced example; the lines
+    after them are a real healthy HF Trainer run."""
+    from faildex.reason import WENT_ON_LINES
+
+    ex = ROOT / "entries" / "checkpoint" / "state-dict-size-mismatch" / "non-strict-load-messages.log"
+    messages = ex.read_text()
+    healthy = (ROOT / "entries" / "healthy" / "hf-trainer-tiny-bert-cpu.log").read_text().splitlines()
+    assert not any("rror" in line for line in healthy[:WENT_ON_LINES + 5])
+    alone = run_text(index, messages)
+    assert primary_id(alone) == "state-dict-size-mismatch"
+    went_on = run_text(index, messages + "\n".join(healthy[:WENT_ON_LINES + 5]) + "\n")
+    assert went_on["primary"] is None
+    assert [a["id"] for a in went_on["alternatives"]].count("state-dict-size-mismatch") == 1
+    assert went_on["alternatives"][0]["id"] == "state-dict-size-mismatch"
+    # the same lines followed by an error: they may be why it failed
+    failed = run_text(index, messages + "\n".join(healthy[:WENT_ON_LINES + 5])
+                      + "\nRuntimeError: shape '[4, 10]' is invalid for input of size 4000\n")
+    assert primary_id(failed) == "state-dict-size-mismatch"
+
+
+def test_the_run_id_in_the_agents_log_directory_tells_a_closed_rendezvous_from_a_shared_one(index, entries):
+    """torchelastic names each run's log directory after the run id (<run_id>_ and 8
+    random characters). A RendezvousClosedError under torchrun's default id "none" may
+    be another job's rendezvous closing: that look-alike comes first; under a job's own
+    id the log rules it out. The log-directory lines are real torch 1.9 output (one
+    with run id 11, from a user's notes; the other with "none" as torchrun defaults)."""
+    closed = _quoted(entries, "rendezvous-closed", "RendezvousClosedError")
+    shared = ("INFO:torch.distributed.elastic.agent.server.local_elastic_agent:"
+              "log directory set to: /tmp/torchelastic_2zzg5_sz/none_mjqneoph\n")
+    own = "[INFO] 2021-06-29 12:04:55,398 local_elastic_agent: log directory set to: /tmp/torchelastic_qi74idlt/11_geuufdh6\n"
+    r = run_text(index, shared + closed + "\n")
+    assert primary_id(r) == "rendezvous-closed"
+    assert r["alternatives"][0]["id"] == "rendezvous-duplicate-run-id"
+    r = run_text(index, own + closed + "\n")
+    assert primary_id(r) == "rendezvous-closed"
+    assert "rendezvous-duplicate-run-id" not in [a["id"] for a in r["alternatives"]]
+
+
 def test_stack_frames_do_not_make_entries_look_alike(index, entries):
     """A C++ or Python frame names code (c10::Error::Error, site-packages paths), not
     the failure: a log of frames alone resembles no entry, and the frames do not move
@@ -606,3 +648,18 @@ def test_a_pass_finds_every_line_holding_one_of_its_anchors_whether_its_key_is_r
                 want[pos] = pos + len(line)
             pos += len(line) + 1
         assert spans == want, dense
+
+
+def test_a_comparison_is_worded_as_the_values_stand():
+    """A discriminator's check says what the log's values are: "above" when the
+    comparison holds, "at most" when it does not (it once printed the operator's word
+    whatever the outcome, telling the user 127 MiB "is at most" 90 MiB)."""
+    from faildex.reason import check
+
+    d = {"compare": "reserved_unallocated > tried"}
+    holds, facts, words = check(d, {"reserved_unallocated": "127.09 MiB", "tried": "90.00 MiB"})
+    assert holds is True and facts == ("reserved_unallocated", "tried")
+    assert "(127.09 MiB) is above tried (90.00 MiB)" in words
+    holds, _, words = check(d, {"reserved_unallocated": "20.00 MiB", "tried": "90.00 MiB"})
+    assert holds is False
+    assert "(20.00 MiB) is at most tried (90.00 MiB)" in words

@@ -36,7 +36,7 @@ def test_every_example_diagnoses_to_its_entry(entries, index):
                                 + (f" ({report['primary']['why']})" if report["primary"] else ""))
     assert total >= 2 * len(entries)
     if failures:
-        table = "\n".join(f"  {exp:<36} -> {got}  x{n}" for (exp, got), n in sorted(
-            confusion.items(), key=lambda kv: (kv[0][0], str(kv[0][1]))) if exp != got)
+        table = "\n".join(f"  {str(exp):<36} -> {got}  x{n}" for (exp, got), n in sorted(
+            confusion.items(), key=lambda kv: (str(kv[0][0]), str(kv[0][1]))) if exp != got)
         raise AssertionError(f"{len(failures)} of {total} examples misdiagnosed:\n"
                              + "\n".join(failures) + "\nconfusion (expected -> got):\n" + table)

@@ -4,7 +4,8 @@ build_report() runs four stages, each small enough to read and test alone:
   gather    findings of every input -> one Candidate per entry, facts, hosts, ranks
   score     one function per rule below; each adds a named part and a sentence
   rank      causes before downstream reports before wrappers; among close scores
-            the earliest; a clean completion vetoes a diagnosis built on warnings
+            the earliest; a clean completion, or logs that go on error-free for
+            WENT_ON_LINES, veto a diagnosis built on supporting lines only
   assemble  the report's JSON shape (README: "JSON format")
 
 The rules (constants below, same names):
@@ -60,6 +61,7 @@ LOOKALIKE_MAX, MAX_GUESSED = 0.15, 3
 # how a look-alike's machine check stands (lookalikes): it points there, or the log lacks its fact
 LOOKALIKE_WHY = {0: " that points to it", 1: " that this log lacks the line for"}
 ENDS_IN_ERROR_LINES = 20   # an error line this close to the end of a log: it died there
+WENT_ON_LINES = 10         # a log this much longer after warnings, error-free: they did not stop it
 BANDS = ((0.80, "certain"), (0.50, "likely"), (0.0, "guess"))
 
 
@@ -73,6 +75,7 @@ _UNITS = {"bytes": 1, "b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "t
 _QUANTITY = re.compile(r"^\s*(-?[0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*$")
 _COMPARE = re.compile(r"^(\w+) (<=|>=|<|>) (?:([0-9.]+) \* )?(\w+)$")
 _OP_WORDS = {"<": "below", "<=": "at most", ">": "above", ">=": "at least"}
+_NOT_OP = {"<": ">=", "<=": ">", ">": "<=", ">=": "<"}
 
 
 def quantity(value) -> float | None:
@@ -98,12 +101,15 @@ def compare(expr: str, facts: dict) -> bool | None:
     return {"<": left < right, "<=": left <= right, ">": left > right, ">=": left >= right}[m.group(2)]
 
 
-def _compare_words(expr: str, facts: dict) -> str:
-    """`reserved_unallocated > tried` as a sentence with the values from the log."""
+def _compare_words(expr: str, facts: dict, holds: bool | None = True) -> str:
+    """`reserved_unallocated > tried` as a sentence with the values from the log, saying
+    what they are: "above" when it holds, "at most" when it does not."""
     m = _COMPARE.match(expr)
     if not m:
         return expr
     left, op, k, right = m.groups()
+    if holds is False:
+        op = _NOT_OP[op]
     rhs = f"{k} x {right.replace('_', ' ')}" if k else right.replace("_", " ")
     return (f"{left.replace('_', ' ')} ({facts.get(left, '?')}) is {_OP_WORDS[op]} {rhs} "
             f"({facts.get(right, '?')})")
@@ -305,8 +311,9 @@ def check(d: dict, facts: dict) -> tuple[bool | None, tuple, str]:
     that holds it, False when it fits the other one, None when the log lacks a fact it
     reads or it has no check), the facts it read, and the check in words."""
     if d.get("compare"):
-        return (compare(d["compare"], facts), tuple(sorted(set(re.findall(r"[a-z][a-z0-9_]*", d["compare"])))),
-                _compare_words(d["compare"], facts))
+        holds = compare(d["compare"], facts)
+        return (holds, tuple(sorted(set(re.findall(r"[a-z][a-z0-9_]*", d["compare"])))),
+                _compare_words(d["compare"], facts, holds))
     if d.get("fact") and d["fact"] in facts:
         value = str(facts[d["fact"]])
         return bool(re.search(d["here_pattern"], value)), (d["fact"],), f"{d['fact'].replace('_', ' ')} is {value}"
@@ -350,9 +357,11 @@ def rule_pointed_at(cands: dict, pointed: dict) -> None:
 
 # ---------------------------------------------------------------- rank
 
-def rank(scored: list[Candidate], facts: dict, missing: dict):
-    """(primary, alternatives, collateral). Specific findings before wrappers, causes
-    before downstream reports; among causes within CONTENDERS of the best, the earliest."""
+def rank(scored: list[Candidate], facts: dict, missing: dict, sources: list):
+    """(primary, alternatives, collateral, vetoed). Specific findings before wrappers,
+    causes before downstream reports; among causes within CONTENDERS of the best, the
+    earliest. A diagnosis built on supporting lines only is set aside (vetoed) when the
+    run reports a clean finish or every log goes on without error after those lines."""
     causes = [c for c in scored if c.defining and c.tier == 0]
     primary = None
     if causes:
@@ -392,10 +401,15 @@ def rank(scored: list[Candidate], facts: dict, missing: dict):
         primary.add("", 0.0, f"The run reports a clean finish ({facts['run_completed']}), so these "
                              f"warnings did not stop it")
         primary = None
+    elif primary is not None and not primary.defining and _went_on(primary, sources):
+        vetoed = primary
+        primary.add("", 0.0, f"Each log goes on for {WENT_ON_LINES} lines or more after these lines "
+                             f"without an error, so they did not stop the run")
+        primary = None
 
     alternatives, collateral = [], []
     for c in sorted(scored, key=lambda c: (-c.score, c.id)):
-        if c is primary:
+        if c is primary or c is vetoed:   # the vetoed one leads the alternatives (build_report)
             continue
         if primary is not None and (c.tier > 0 or (not c.defining and primary.defining and primary.tier == 0)):
             collateral.append(c)
@@ -535,6 +549,21 @@ def _guess(e: dict, eid: str, confidence: float, why: str) -> dict:
 
 # ---------------------------------------------------------------- assemble
 
+def _went_on(c: Candidate, sources: list) -> bool:
+    """Did every input that shows c's lines go on, error-free, for WENT_ON_LINES after them?
+    (A library's warning that a failing run also raises: mmcv prints PyTorch's "size
+    mismatch for" text after a non-strict load, and training starts.)"""
+    last: dict[str, int] = {}
+    for f in c.supporting + c.collateral:
+        last[f["source"]] = max(last.get(f["source"], 0), f["line"])
+    by_name = {s.name: s for s in sources}
+    for name, line in last.items():
+        s = by_name.get(name)
+        if s is None or s.lines - line < WENT_ON_LINES or s.last_error_line > line:
+            return False
+    return bool(last)
+
+
 def build_report(index: dict, sources: list, baseline: list | None = None, artifacts=None) -> dict:
     entries = index["entries"]
     g = Gathered(index, sources)
@@ -566,7 +595,7 @@ def build_report(index: dict, sources: list, baseline: list | None = None, artif
         rule_baseline(c, baseline_shapes)
     rule_pointed_at(g.cands, pointed)
 
-    primary, alternatives, collateral, vetoed = rank(scored, g.facts, missing)
+    primary, alternatives, collateral, vetoed = rank(scored, g.facts, missing, sources)
     if primary is not None:
         # entries seen only through their collateral lines (what a failure prints elsewhere)
         for c in sorted(g.cands.values(), key=lambda c: c.id):

@@ -32,6 +32,11 @@ MAX_ERROR_SAMPLES = 12   # error lines kept per input (the first ones and the la
 BASELINE_ANCHORS = ("WARN", "arning", "ailed", "imeout", "imed out", "illed", "ignal",
                     "bort", "atal", "FATAL", "Traceback")
 
+# A traceback or a stack dump starts here (Python, faulthandler and C++ "(most recent call
+# first/last)", py-spy's thread headers): a log that shows one after a warning did not go
+# on as if nothing happened, and one that ends in one died there (Source.last_error_line).
+TRACE_MARKERS = ("(most recent call", '(idle): "', '(active): "', '(active+gil): "')
+
 _EXCEPTION = re.compile(r"^\s*(?:[A-Za-z_][\w.]*\.)?(?P<name>[A-Z]\w*(?:Error|Exception|Exit))(?::|$)")
 _ERRORISH = re.compile(r"\b(?:[A-Z]\w*(?:Error|Exception)\b|ERROR\b|[Ee]rror:|FATAL|[Ff]atal error)")
 
@@ -56,12 +61,13 @@ class Plan:
         extra = [a for a in SCAN_ANCHORS if a not in index["anchors"]]
         if baseline_mode:
             extra += [a for a in BASELINE_ANCHORS if a not in index["anchors"] and a not in extra]
+        extra += [a for a in TRACE_MARKERS if a not in index["anchors"] and a not in extra]
         for a in (x.encode() for x in extra):
-            # into the pass keyed by its first byte, else a pass of its own
-            for key, group in passes:
-                if a.startswith(key):
-                    group.append(a)
-                    break
+            # into the pass whose key comes first in it (the rest is a literal to match
+            # before any lookbehind), else a pass of its own
+            keyed = [(a.find(key), n) for n, (key, _) in enumerate(passes) if key in a]
+            if keyed:
+                passes[min(keyed)[1]][1].append(a)
             else:
                 passes.append((a[:1], [a]))
         every = sorted({a for _, group in passes for a in group})
@@ -147,7 +153,7 @@ class Source:
         self.last_exception: dict | None = None
         self.error_lines = 0
         self.error_samples: list[str] = []
-        self.last_error_line = 0  # line number of the latest error line (0: none)
+        self.last_error_line = 0  # the latest error line or traceback header (0: none)
         self.shapes: dict[str, dict] = {}
         self.last_ts = None
         self.candidates = 0       # lines the prefilter passed to the signatures
@@ -401,6 +407,8 @@ class Source:
                     self._record(n, finding)
                 else:
                     self._record(n, self._later(finding, start, stop))
+        if any(m in text for m in TRACE_MARKERS):
+            self.last_error_line = line_no
         if "rror" in text or "RROR" in text or "xception" in text or "FATAL" in text:
             for piece in pieces or [rest]:
                 self._error_like(buf, start, stop, line_no, text, meta, piece)
