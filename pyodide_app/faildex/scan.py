@@ -21,7 +21,7 @@ from .suspects import FRAME_BYTES, SCAN_ANCHORS, HangLines
 WINDOW = 4096            # bytes kept on each side of a hit inside a very long line
 MAX_CARRY = 1 << 20      # a partial line longer than this is scanned in windows
 HEAD_BYTES = 2 << 20     # context (versions, launcher) is read from every line here
-HEAD_KEY_LINES = 256     # ... but from at most this many lines per context key
+HEAD_KEY_LINES = 256     # ... but from at most this many lines per context key or signature
 CONTEXT_LINES = 2        # evidence lines shown before and after a finding
 KEEP_FIRST = 3           # findings kept per signature and source (plus the last one)
 MAX_SHAPES = 200_000     # distinct line shapes kept for --baseline
@@ -336,8 +336,8 @@ class Source:
                 text = strip_ansi(seg.decode("utf-8", "replace"))
                 context.extract(text, self.facts)
             for n, sig, rx, literal in plan.context_sigs:
-                if not literal or literal not in seg:
-                    continue
+                if not literal or literal not in seg or self.counts.get(n, 0) >= HEAD_KEY_LINES:
+                    continue   # like a context key, a context signature is read a bounded number of times
                 if text is None:
                     text = strip_ansi(seg.decode("utf-8", "replace"))
                 m = rx.search(text)
