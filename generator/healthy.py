@@ -163,19 +163,6 @@ class HealthyCorpus:
         return self._stats[sub]
 
     @cached_property
-    def _char_sample(self) -> str:
-        """Up to 3000 evenly spaced lines of each log: character frequencies as printed."""
-        out = []
-        for lines in self.files.values():
-            step = max(1, len(lines) // 3000)
-            out.extend(lines[::step])
-        return "\n".join(out)
-
-    def char_freq(self, ch: str) -> float:
-        text = self._char_sample
-        return text.count(ch) / max(1, len(text))
-
-    @cached_property
     def _byte_share(self) -> list[dict[str, float]]:
         """Per log of at least 100 lines: each character's share of its text."""
         out = []
@@ -185,7 +172,7 @@ class HealthyCorpus:
                 out.append({ch: n / len(text) for ch, n in Counter(text).items()})
         return out
 
-    def char_freq_high(self, ch: str) -> float:
+    def char_freq(self, ch: str) -> float:
         """A character's share in the logs that print it most (the third highest of the
         logs, so that one odd log does not decide): what a scan for it meets on a bad day."""
         shares = sorted((d.get(ch, 0.0) for d in self._byte_share), reverse=True)

@@ -88,12 +88,7 @@ def build_index(root: Path, entries) -> dict:
     for key, groups in GENERIC_KEYS.items():
         for j, lits in enumerate(groups):
             required[f"{key}#{j}"] = lits
-    anchors, assigned, keys = choose_anchors(required, healthy)
-    # the prefilter's passes, one per key byte, the rarest in healthy output first
-    by_key: dict[str, list[str]] = {}
-    for a in anchors:
-        by_key.setdefault(keys[a], []).append(a)
-    passes = [[k, by_key[k]] for k in sorted(by_key, key=lambda k: (healthy.char_freq(k) if healthy else 0, k))]
+    anchors, assigned, passes = choose_anchors(required, healthy)
     for s in sigs:
         s["anchors"] = []
     for k, n in owner.items():

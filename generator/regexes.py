@@ -281,7 +281,7 @@ def pass_cost(freq: float) -> float:
 
 
 def choose_anchors(required: dict[str, list[str]], healthy=None
-                   ) -> tuple[list[str], dict[str, str], dict[str, str]]:
+                   ) -> tuple[list[str], dict[str, str], list[list]]:
     """Pick the literal anchors of the engine's prefilter and the pass each runs in.
 
     Every pattern (key of `required`) must contain one anchor. An anchor costs the
@@ -293,7 +293,7 @@ def choose_anchors(required: dict[str, list[str]], healthy=None
     Greedy set cover (lazily re-evaluated) over the substrings of each pattern's
     required literals, then a pass that drops a key byte whose patterns all have an
     acceptable anchor under the keys that remain. Returns (anchors, pattern ->
-    anchor, anchor -> key byte).
+    anchor, passes): each pass is [key byte, its anchors], the cheapest key first.
     """
     import heapq
 
@@ -327,7 +327,7 @@ def choose_anchors(required: dict[str, list[str]], healthy=None
 
     def key_cost(c: str) -> float:
         if c not in byte_cost:
-            freq = healthy.char_freq_high(c) if healthy else 0.0
+            freq = healthy.char_freq(c) if healthy else 0.0
             # a space is on every line: never a key
             byte_cost[c] = 1e9 if c.isspace() else pass_cost(max(freq, MIN_BYTE_FREQ))
         return byte_cost[c]
@@ -430,8 +430,10 @@ def choose_anchors(required: dict[str, list[str]], healthy=None
                     assigned[k] = s
     anchors = sorted({assigned[k] for k in assigned})
     # each anchor runs in the pass of its rarest key byte
-    keys = {a: key_of(a, used) for a in anchors}
-    return anchors, assigned, keys
+    by_key: dict[str, list[str]] = {}
+    for a in anchors:
+        by_key.setdefault(key_of(a, used), []).append(a)
+    return anchors, assigned, [[k, by_key[k]] for k in sorted(by_key, key=lambda k: (key_cost(k), k))]
 
 
 def readable(pattern: str) -> str:

@@ -501,8 +501,8 @@ def test_the_run_id_in_the_agents_log_directory_tells_a_closed_rendezvous_from_a
     """torchelastic names each run's log directory after the run id (<run_id>_ and 8
     random characters). A RendezvousClosedError under torchrun's default id "none" may
     be another job's rendezvous closing: that look-alike comes first; under a job's own
-    id the log rules it out. The log-directory lines are real torch 1.9 output (one
-    with run id 11, from a user's notes; the other with "none" as torchrun defaults)."""
+    id the log rules it out. Both log-directory lines are real torchelastic output found
+    in public repositories (run id 11 from torch 1.9; "none", torchrun's default)."""
     closed = _quoted(entries, "rendezvous-closed", "RendezvousClosedError")
     shared = ("INFO:torch.distributed.elastic.agent.server.local_elastic_agent:"
               "log directory set to: /tmp/torchelastic_2zzg5_sz/none_mjqneoph\n")
@@ -608,7 +608,6 @@ def test_a_pass_finds_every_line_holding_one_of_its_anchors_whether_its_key_is_r
     the rest of the buffer to re's own scan: either way it marks exactly the lines
     that hold an anchor."""
     import random
-
     import re as _re
 
     from faildex.scan import _collect_spans, _keyed_trie

@@ -357,6 +357,21 @@ def rule_pointed_at(cands: dict, pointed: dict) -> None:
 
 # ---------------------------------------------------------------- rank
 
+def _went_on(c: Candidate, sources: list) -> bool:
+    """Did every input that shows c's lines go on, error-free, for WENT_ON_LINES after them?
+    (A library's warning that a failing run also raises: mmcv prints PyTorch's "size
+    mismatch for" text after a non-strict load, and training starts.)"""
+    last: dict[str, int] = {}
+    for f in c.supporting + c.collateral:
+        last[f["source"]] = max(last.get(f["source"], 0), f["line"])
+    by_name = {s.name: s for s in sources}
+    for name, line in last.items():
+        s = by_name.get(name)
+        if s is None or s.lines - line < WENT_ON_LINES or s.last_error_line > line:
+            return False
+    return bool(last)
+
+
 def rank(scored: list[Candidate], facts: dict, missing: dict, sources: list):
     """(primary, alternatives, collateral, vetoed). Specific findings before wrappers,
     causes before downstream reports; among causes within CONTENDERS of the best, the
@@ -395,17 +410,17 @@ def rank(scored: list[Candidate], facts: dict, missing: dict, sources: list):
                 "why": "the log shows the consequence, not the cause",
                 "how": "add the log of the rank or node that failed first (its own stderr), "
                        "or rerun with torchrun --tee 3 --log-dir DIR to keep every rank's output"})
-    vetoed = None
-    if primary is not None and not primary.defining and facts.get("run_completed"):
-        vetoed = primary
-        primary.add("", 0.0, f"The run reports a clean finish ({facts['run_completed']}), so these "
+    vetoed, why_set_aside = None, ""
+    if primary is not None and not primary.defining:
+        if facts.get("run_completed"):
+            why_set_aside = (f"The run reports a clean finish ({facts['run_completed']}), so these "
                              f"warnings did not stop it")
-        primary = None
-    elif primary is not None and not primary.defining and _went_on(primary, sources):
-        vetoed = primary
-        primary.add("", 0.0, f"Each log goes on for {WENT_ON_LINES} lines or more after these lines "
+        elif _went_on(primary, sources):
+            why_set_aside = (f"Each log goes on for {WENT_ON_LINES} lines or more after these lines "
                              f"without an error, so they did not stop the run")
-        primary = None
+    if why_set_aside:
+        vetoed, primary = primary, None
+        vetoed.add("", 0.0, why_set_aside)
 
     alternatives, collateral = [], []
     for c in sorted(scored, key=lambda c: (-c.score, c.id)):
@@ -548,21 +563,6 @@ def _guess(e: dict, eid: str, confidence: float, why: str) -> dict:
 
 
 # ---------------------------------------------------------------- assemble
-
-def _went_on(c: Candidate, sources: list) -> bool:
-    """Did every input that shows c's lines go on, error-free, for WENT_ON_LINES after them?
-    (A library's warning that a failing run also raises: mmcv prints PyTorch's "size
-    mismatch for" text after a non-strict load, and training starts.)"""
-    last: dict[str, int] = {}
-    for f in c.supporting + c.collateral:
-        last[f["source"]] = max(last.get(f["source"], 0), f["line"])
-    by_name = {s.name: s for s in sources}
-    for name, line in last.items():
-        s = by_name.get(name)
-        if s is None or s.lines - line < WENT_ON_LINES or s.last_error_line > line:
-            return False
-    return bool(last)
-
 
 def build_report(index: dict, sources: list, baseline: list | None = None, artifacts=None) -> dict:
     entries = index["entries"]

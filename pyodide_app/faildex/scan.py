@@ -512,25 +512,16 @@ def set_hit_finder(factory) -> None:
 
 
 def _trie(words: list[bytes]) -> bytes:
-    """One regex for many literals, nested by shared prefix (A(?:ssert|ttempt)|C...).
+    """One regex for many literals, nested by shared prefix (A(?:ssert|ttempt)|C...):
+    one _keyed_trie per first byte.
 
     re tries the alternatives of a flat alternation one after another at every
     position whose byte starts any of them; nesting by prefix makes that one test
-    per byte of input, which more than doubles the scan speed with ~100 anchors.
-    A word that is a prefix of another is enough on its own: any hit only marks a
-    candidate line, whose anchors are then checked one by one."""
+    per byte of input, which more than doubles the scan speed with ~100 anchors."""
     groups: dict[bytes, list[bytes]] = {}
     for w in words:
-        groups.setdefault(w[:1], []).append(w[1:])
-    parts = []
-    for first, rests in sorted(groups.items()):
-        if b"" in rests:
-            parts.append(re.escape(first))
-        elif len(rests) == 1:
-            parts.append(re.escape(first + rests[0]))
-        else:
-            parts.append(re.escape(first) + b"(?:" + _trie(rests) + b")")
-    return b"|".join(parts)
+        groups.setdefault(w[:1], []).append(w)
+    return b"|".join(_keyed_trie(first, group) for first, group in sorted(groups.items()))
 
 
 # A pass stops calling bytes.find once its key has come up more than once per this
@@ -541,29 +532,30 @@ FIND_SPACING = 400
 
 def _collect_spans(passes, buf: bytes, end: int, cr: bool, spans: dict[int, int]) -> None:
     """Each line of buf[:end] holding a hit of one of the passes: start -> end in spans.
-    After a hit, a pass goes on from the end of its line."""
+    A pass hops from key to key with bytes.find and tries its regex there, until the
+    key proves frequent in this buffer; then re's own search scans the rest. After a
+    hit, a pass goes on from the end of its line."""
     find = buf.find
     for key, rx in passes:
-        match = rx.match
-        tries = 0
+        tries, frequent = 0, False
         pos = find(key, 0, end)
         while pos != -1:
-            tries += 1
-            if not tries & 63 and pos < tries * FIND_SPACING:
-                # the key is frequent in this buffer: let sre scan the rest
+            if not frequent:
+                tries += 1
+                frequent = not tries & 63 and pos < tries * FIND_SPACING
+            if frequent:
                 m = rx.search(buf, pos, end)
-                while m:
-                    hit = m.start()
-                    start, stop = _segment(buf, hit, cr)
-                    spans[start] = max(spans.get(start, 0), stop)
-                    m = rx.search(buf, max(stop, hit + 1), end)
-                break
-            if match(buf, pos, end):
-                start, stop = _segment(buf, pos, cr)
-                spans[start] = max(spans.get(start, 0), stop)
-                pos = find(key, max(stop, pos + 1), end)
-            else:
+                if m is None:
+                    break
+                pos = m.start()
+            elif not rx.match(buf, pos, end):
                 pos = find(key, pos + 1, end)
+                continue
+            start, stop = _segment(buf, pos, cr)
+            spans[start] = max(spans.get(start, 0), stop)
+            pos = max(stop, pos + 1)
+            if not frequent:
+                pos = find(key, pos, end)
 
 
 def _keyed_trie(key: bytes, anchors: list[bytes]) -> bytes:
