@@ -65,29 +65,11 @@ class HealthyCorpus:
     def total_bytes(self) -> int:
         return sum(len(x) + 1 for v in self.files.values() for x in v)
 
-    @cached_property
-    def _joined(self) -> tuple[str, list[int], list[tuple[str, int]]]:
-        """All lines, one per text line, with their start offsets and (file, number)."""
-        parts, starts, where, pos = [], [], [], 0
-        for name, lines in self.files.items():
-            for n, line in enumerate(lines, 1):
-                starts.append(pos)
-                where.append((name, n))
-                parts.append(line)
-                pos += len(line) + 1
-        return "\n".join(parts), starts, where
-
     def lines_containing(self, literal: str):
-        """(file, line number, line) of every line that contains literal."""
-        text, starts, where = self._joined
-        pos, last = text.find(literal), -1
-        while pos != -1:
-            i = bisect.bisect_right(starts, pos) - 1
-            if i != last:
-                last = i
-                end = text.find("\n", pos)
-                yield where[i][0], where[i][1], text[starts[i]:end if end != -1 else len(text)]
-            pos = text.find(literal, pos + 1)
+        """(file, line number, line) of every line that contains literal, in file order."""
+        groups, order = self._shapes[2], {name: i for i, name in enumerate(self.files)}
+        found = [hit for i in self._shapes_holding(fold(literal)) for hit in groups[i] if literal in hit[2]]
+        return sorted(found, key=lambda hit: (order[hit[0]], hit[1]))
 
     def matches(self, rx: re.Pattern, literal: str = ""):
         """Lines the signature regex matches, whole or with prefixes peeled off."""
@@ -100,18 +82,19 @@ class HealthyCorpus:
     # ---- statistics for the anchor choice (digits folded, identical shapes counted once)
 
     @cached_property
-    def _shapes(self) -> tuple[str, list[int], list[dict[str, int]]]:
-        counts: dict[str, dict[str, int]] = {}
+    def _shapes(self) -> tuple[str, list[int], list[list[tuple[str, int, str]]]]:
+        """The distinct shapes joined one per line, their start offsets, and each
+        shape's lines as (file, line number, line)."""
+        groups: dict[str, list[tuple[str, int, str]]] = {}
         for name, lines in self.files.items():
-            for line in lines:
-                per = counts.setdefault(fold(line), {})
-                per[name] = per.get(name, 0) + 1
-        shapes = sorted(counts)
+            for n, line in enumerate(lines, 1):
+                groups.setdefault(fold(line), []).append((name, n, line))
+        shapes = sorted(groups)
         starts, pos = [], 0
         for s in shapes:
             starts.append(pos)
             pos += len(s) + 1
-        return "\n".join(shapes), starts, [counts[s] for s in shapes]
+        return "\n".join(shapes), starts, [groups[s] for s in shapes]
 
     @cached_property
     def _shape_list(self) -> list[str]:
@@ -126,37 +109,36 @@ class HealthyCorpus:
                 grams.setdefault(g, []).append(i)
         return grams
 
-    def hit_stats(self, sub: str) -> tuple[int, float]:
-        """(lines holding sub in the whole corpus, the highest fraction of one log's lines)."""
-        if sub in self._stats:
-            return self._stats[sub]
-        if any(ch.isdigit() for ch in sub):
-            # folding would count "to 0" lines for "to 1": count exactly
-            exact: dict[str, int] = {}
-            for name, _, _ in self.lines_containing(sub):
-                exact[name] = exact.get(name, 0) + 1
-            worst = max((c / len(self.files[n]) for n, c in exact.items()), default=0.0)
-            self._stats[sub] = (sum(exact.values()), worst)
-            return self._stats[sub]
-        text, starts, weights = self._shapes
-        needle = fold(sub)
-        per_file: dict[str, int] = {}
+    def _shapes_holding(self, needle: str) -> list[int]:
+        """The shapes that contain needle (already folded)."""
         if len(needle) >= GRAM:
             # the shapes that hold the needle's rarest 4-gram, checked one by one
             postings = min((self._grams.get(needle[i:i + GRAM], ()) for i in range(len(needle) - GRAM + 1)),
                            key=len)
             shapes = self._shape_list
-            hits = [i for i in postings if needle in shapes[i]]
-        else:
-            hits, pos = [], text.find(needle)
-            while pos != -1:
-                i = bisect.bisect_right(starts, pos) - 1
-                if not hits or hits[-1] != i:
-                    hits.append(i)
-                pos = text.find(needle, pos + 1)
-        for i in hits:
-            for name, c in weights[i].items():
-                per_file[name] = per_file.get(name, 0) + c
+            return [i for i in postings if needle in shapes[i]]
+        text, starts, _ = self._shapes
+        hits, pos = [], text.find(needle)
+        while pos != -1:
+            i = bisect.bisect_right(starts, pos) - 1
+            if not hits or hits[-1] != i:
+                hits.append(i)
+            pos = text.find(needle, pos + 1)
+        return hits
+
+    def hit_stats(self, sub: str) -> tuple[int, float]:
+        """(lines holding sub in the whole corpus, the highest fraction of one log's lines)."""
+        if sub in self._stats:
+            return self._stats[sub]
+        groups = self._shapes[2]
+        # A line that holds sub has a shape that holds fold(sub) (a digit run of sub is
+        # part of one of the line's); with digits in sub, "to 1" must not count "to 2".
+        exact = any(ch.isdigit() for ch in sub)
+        per_file: dict[str, int] = {}
+        for i in self._shapes_holding(fold(sub)):
+            for name, _, line in groups[i]:
+                if not exact or sub in line:
+                    per_file[name] = per_file.get(name, 0) + 1
         total = sum(per_file.values())
         worst = max((c / len(self.files[n]) for n, c in per_file.items()), default=0.0)
         self._stats[sub] = (total, worst)

@@ -23,8 +23,8 @@ from faildex import diagnose
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 ROOT = CORPUS.parent.parent
-# (top-1, top-3) minimums; measured 2026-12-03 (fourth session) sealed 91.9 % / 96.9 %: see the note of issue 9
-THRESHOLDS = {"dev": (0.93, 0.93), "sealed": (0.90, 0.95)}
+# (top-1, top-3) minimums; measured 2026-12-03 (fifth session) sealed 92.5 % / 97.5 %: see the note of issue 9
+THRESHOLDS = {"dev": (0.93, 0.93), "sealed": (0.91, 0.96)}
 _THREAD = re.compile(r"https?://github\.com/([\w.-]+/[\w.-]+)/(?:issues|pull|discussions)/(\d+)")
 
 

@@ -5,6 +5,7 @@ import ast
 import gzip
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -513,6 +514,24 @@ def test_the_run_id_in_the_agents_log_directory_tells_a_closed_rendezvous_from_a
     r = run_text(index, own + closed + "\n")
     assert primary_id(r) == "rendezvous-closed"
     assert "rendezvous-duplicate-run-id" not in [a["id"] for a in r["alternatives"]]
+
+
+def test_ncclcheck_return_code_trace_names_the_failing_bootstrap(index):
+    """When the WARN line that names the address is cut, NCCL's own error trace
+    ("file.cc:line -> code", printed by NCCLCHECK at INFO) still shows a system error
+    (code 2) leaving bootstrap.cc: the TCP bootstrap failed. The lines are the trace
+    of the entry's real IPoIB example; the same trace with code 6 (a remote error) or
+    through another file is not this evidence."""
+    example = (ROOT / "entries/nccl/nccl-wrong-interface/ipoib-link-local.log").read_text()
+    trace = [ln for ln in example.splitlines() if re.search(r"NCCL INFO [\w/]+\.cc:\d+ -> \d", ln)]
+    assert any("bootstrap.cc:270 -> 2" in ln for ln in trace) and not any("WARN" in ln for ln in trace)
+    r = run_text(index, "\n".join(trace) + "\n")
+    assert primary_id(r) == "nccl-wrong-interface"
+    assert r["primary"]["confidence"] < 0.5, "a trace alone supports, it does not prove"
+    other = [ln.replace(" -> 2", " -> 6") for ln in trace]
+    assert primary_id(run_text(index, "\n".join(other) + "\n")) != "nccl-wrong-interface"
+    no_bootstrap = [ln for ln in trace if "bootstrap.cc" not in ln]
+    assert primary_id(run_text(index, "\n".join(no_bootstrap) + "\n")) != "nccl-wrong-interface"
 
 
 def test_stack_frames_do_not_make_entries_look_alike(index, entries):
