@@ -23,7 +23,7 @@ import zlib
 
 from .frdump import DumpError
 from .reason import REPORT_FORMAT, build_report
-from .scan import Plan, Source, merge_ranges
+from .scan import Source, merge_ranges, plan_for
 from .suspects import Artifacts, is_artifact
 
 __all__ = ["Diagnosis", "diagnose", "load_index", "read_chunks", "InputError", "DumpError",
@@ -74,7 +74,7 @@ class Diagnosis:
 
     def __init__(self, index: dict, baseline: bool = False):
         self.index = index
-        self.plan = Plan(index, baseline_mode=baseline)
+        self.plan = plan_for(index, baseline_mode=baseline)
         self.baseline_mode = baseline
         self.sources: dict[str, Source] = {}
         self.baseline_sources: dict[str, Source] = {}

@@ -500,6 +500,22 @@ def _flattened(text: str) -> list[str]:
 
 
 _hit_finder = None
+_plans: dict[tuple, tuple[dict, Plan]] = {}
+PLANS_KEPT = 4
+
+
+def plan_for(index: dict, baseline_mode: bool = False) -> Plan:
+    """The Plan of an index, compiled once: compiling ~460 signatures and the passes
+    takes ~0.1 s, which every small input paid again (a Plan is never changed after
+    it is made). Keyed by the index object itself (kept alive here, so its id is not
+    reused), its digest and size, the mode and the host's hit finder."""
+    key = (id(index), index.get("digest"), len(index.get("signatures", ())), baseline_mode, _hit_finder)
+    hit = _plans.get(key)
+    if hit is None:
+        if len(_plans) >= PLANS_KEPT:
+            _plans.pop(next(iter(_plans)))
+        hit = _plans[key] = (index, Plan(index, baseline_mode=baseline_mode))
+    return hit[1]
 
 
 def set_hit_finder(factory) -> None:
