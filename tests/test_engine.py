@@ -620,6 +620,39 @@ def test_work_per_candidate_does_not_grow_with_the_chunk(index):
     assert looked[8] <= 40 * len(data), looked
 
 
+def test_the_head_stops_reading_a_line_once_it_has_read_it_enough(index, entries):
+    """The first HEAD_BYTES of an input are read for context (versions, the launcher,
+    context signatures), each word from at most HEAD_KEY_LINES lines. A log whose every
+    line is the tokenizers fork warning (a context signature's literal; the line is the
+    entry's own) used to walk all ~15,000 lines of the head in Python; now the head is
+    read in slices whose passes leave out the words already read enough. Counted, not
+    timed: the lines the head looks at stay within the first slice."""
+    from faildex import scan
+
+    line = _quoted(entries, "tokenizers-fork-deadlock", "just got forked").encode() + b"\n"
+    data = line * (scan.HEAD_BYTES // len(line) + 100)
+    plan = scan.Plan(index)
+
+    class Counting:
+        def __init__(self, rx):
+            self.rx, self.calls = rx, 0
+
+        def findall(self, seg):
+            self.calls += 1
+            return self.rx.findall(seg)
+
+    plan.context_key_rx = Counting(plan.context_key_rx)
+    src = scan.Source("job.log", 0, plan)
+    src.feed(data)
+    src.close(None)
+    per_slice = scan.HEAD_SLICE // len(line) + 1
+    assert scan.HEAD_KEY_LINES < per_slice < len(data) // len(line) // 4
+    assert plan.context_key_rx.calls <= per_slice, plan.context_key_rx.calls
+    found = [n for n, s in enumerate(index["signatures"]) if s["entry"] == "tokenizers-fork-deadlock"
+             and n in src.findings]
+    assert found, "the warning was still read"
+
+
 def test_a_pass_finds_every_line_holding_one_of_its_anchors_whether_its_key_is_rare_or_not():
     """A pass (scan._keyed_trie + _collect_spans) keys its anchors on one byte they all
     hold, at their start or inside them (a lookbehind checks what precedes the key).

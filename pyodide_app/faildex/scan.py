@@ -22,6 +22,7 @@ WINDOW = 4096            # bytes kept on each side of a hit inside a very long l
 MAX_CARRY = 1 << 20      # a partial line longer than this is scanned in windows
 HEAD_BYTES = 2 << 20     # context (versions, launcher) is read from every line here
 HEAD_KEY_LINES = 256     # ... but from at most this many lines per context key or signature
+HEAD_SLICE = 128 << 10   # the head is read in slices; each drops the words read enough
 CONTEXT_LINES = 2        # evidence lines shown before and after a finding
 KEEP_FIRST = 3           # findings kept per signature and source (plus the last one)
 MAX_SHAPES = 200_000     # distinct line shapes kept for --baseline
@@ -101,10 +102,22 @@ class Plan:
         # context signatures, by the same one-regex-per-first-byte passes
         context_keys = sorted({k.encode() for k in context.KEYS})
         self.context_key_rx = re.compile(_trie(context_keys))
-        head_words: dict[int, set[bytes]] = {}
-        for w in context_keys + [lit for _, _, _, lit in self.context_sigs if lit]:
-            head_words.setdefault(w[0], set()).add(w)
-        self.head_passes = [(bytes([c]), re.compile(_trie(sorted(ws)))) for c, ws in sorted(head_words.items())]
+        self.context_keys = frozenset(context_keys)
+        self._head_passes: dict[frozenset, list] = {}   # a memo, filled as inputs need it
+
+    def head_passes(self, words: frozenset) -> list:
+        """The passes that find the head's lines holding one of words (context keys and
+        context-signature literals), one regex per first byte; compiled once per set."""
+        passes = self._head_passes.get(words)
+        if passes is None:
+            by_byte: dict[int, set[bytes]] = {}
+            for w in words:
+                by_byte.setdefault(w[0], set()).add(w)
+            passes = [(bytes([c]), re.compile(_trie(sorted(ws)))) for c, ws in sorted(by_byte.items())]
+            if len(self._head_passes) >= 64:    # a long-lived process (triage, a browser tab)
+                self._head_passes.clear()
+            self._head_passes[words] = passes
+        return passes
 
     def anchors_in(self, seg: bytes) -> list[bytes]:
         """The anchors a candidate line holds, in a fixed order."""
@@ -318,39 +331,54 @@ class Source:
     def _head(self, buf: bytes, end: int) -> None:
         region = buf[:min(end, HEAD_BYTES)]
         plan = self.plan
-        spans: dict[int, int] = {}
-        _collect_spans(plan.head_passes, region, len(region), b"\r" in region, spans)
+        cr = b"\r" in region
         counted_to, line_no = 0, self.lines
         latest: dict[int, tuple] = {}   # signature -> its last match, once KEEP_FIRST are kept
         key_lines = self.head_key_lines
-        for start in sorted(spans):
-            seg = region[start:spans[start]]
-            text = None
-            keys = [k for k in plan.context_key_rx.findall(seg) if key_lines.get(k, 0) < HEAD_KEY_LINES]
-            if keys:
-                # versions and the launcher are printed once, at the start; a key that
-                # healthy jobs print on every line ("deepspeed") is read a bounded number
-                # of times
-                for k in keys:
-                    key_lines[k] = key_lines.get(k, 0) + 1
-                text = strip_ansi(seg.decode("utf-8", "replace"))
-                context.extract(text, self.facts)
-            for n, sig, rx, literal in plan.context_sigs:
-                if not literal or literal not in seg or self.counts.get(n, 0) >= HEAD_KEY_LINES:
-                    continue   # like a context key, a context signature is read a bounded number of times
-                if text is None:
+        begin = 0
+        while begin < len(region):
+            # A word is looked for until HEAD_KEY_LINES lines held it: the head is read in
+            # slices, each with the passes of the words still wanted, so that a line
+            # printed on every line of the head ("huggingface/tokenizers: The current
+            # process just got forked") stops costing a Python loop once it has been read.
+            words = frozenset([k for k in plan.context_keys if key_lines.get(k, 0) < HEAD_KEY_LINES]
+                              + [lit for n, _, _, lit in plan.context_sigs
+                                 if lit and self.counts.get(n, 0) < HEAD_KEY_LINES])
+            if not words:
+                break
+            stop = region.find(b"\n", min(begin + HEAD_SLICE, len(region)))
+            stop = len(region) if stop == -1 else stop + 1
+            spans: dict[int, int] = {}
+            _collect_spans(plan.head_passes(words), region, stop, cr, spans, begin)
+            for start in sorted(spans):
+                seg = region[start:spans[start]]
+                text = None
+                keys = [k for k in plan.context_key_rx.findall(seg) if key_lines.get(k, 0) < HEAD_KEY_LINES]
+                if keys:
+                    # versions and the launcher are printed once, at the start; a key that
+                    # healthy jobs print on every line ("deepspeed") is read a bounded number
+                    # of times
+                    for k in keys:
+                        key_lines[k] = key_lines.get(k, 0) + 1
                     text = strip_ansi(seg.decode("utf-8", "replace"))
-                m = rx.search(text)
-                if not m:
-                    continue
-                line_no += region.count(b"\n", counted_to, start)
-                counted_to = start
-                if len(self.findings.get(n, ())) <= KEEP_FIRST:
-                    self._record(n, self._context_finding(line_no + 1, text, m))
-                else:
-                    # counted now, placed once: the prefix is parsed for the last one only
-                    self.counts[n] += 1
-                    latest[n] = (line_no + 1, text, m)
+                    context.extract(text, self.facts)
+                for n, sig, rx, literal in plan.context_sigs:
+                    if not literal or literal not in seg or self.counts.get(n, 0) >= HEAD_KEY_LINES:
+                        continue   # like a context key, a context signature is read a bounded number of times
+                    if text is None:
+                        text = strip_ansi(seg.decode("utf-8", "replace"))
+                    m = rx.search(text)
+                    if not m:
+                        continue
+                    line_no += region.count(b"\n", counted_to, start)
+                    counted_to = start
+                    if len(self.findings.get(n, ())) <= KEEP_FIRST:
+                        self._record(n, self._context_finding(line_no + 1, text, m))
+                    else:
+                        # counted now, placed once: the prefix is parsed for the last one only
+                        self.counts[n] += 1
+                        latest[n] = (line_no + 1, text, m)
+            begin = stop
         for n, (line, text, m) in latest.items():
             self.findings[n][-1] = self._context_finding(line, text, m)
 
@@ -506,8 +534,8 @@ PLANS_KEPT = 4
 
 def plan_for(index: dict, baseline_mode: bool = False) -> Plan:
     """The Plan of an index, compiled once: compiling ~460 signatures and the passes
-    takes ~0.1 s, which every small input paid again (a Plan is never changed after
-    it is made). Keyed by the index object itself (kept alive here, so its id is not
+    takes ~0.1 s, which every small input paid again (what a Plan holds does not
+    depend on an input; its one memo is of compiled head passes). Keyed by the index object itself (kept alive here, so its id is not
     reused), its digest and size, the mode and the host's hit finder."""
     key = (id(index), index.get("digest"), len(index.get("signatures", ())), baseline_mode, _hit_finder)
     hit = _plans.get(key)
@@ -546,19 +574,19 @@ def _trie(words: list[bytes]) -> bytes:
 FIND_SPACING = 400
 
 
-def _collect_spans(passes, buf: bytes, end: int, cr: bool, spans: dict[int, int]) -> None:
-    """Each line of buf[:end] holding a hit of one of the passes: start -> end in spans.
+def _collect_spans(passes, buf: bytes, end: int, cr: bool, spans: dict[int, int], begin: int = 0) -> None:
+    """Each line of buf[begin:end] holding a hit of one of the passes: start -> end in spans.
     A pass hops from key to key with bytes.find and tries its regex there, until the
     key proves frequent in this buffer; then re's own search scans the rest. After a
     hit, a pass goes on from the end of its line."""
     find = buf.find
     for key, rx in passes:
         tries, frequent = 0, False
-        pos = find(key, 0, end)
+        pos = find(key, begin, end)
         while pos != -1:
             if not frequent:
                 tries += 1
-                frequent = not tries & 63 and pos < tries * FIND_SPACING
+                frequent = not tries & 63 and pos - begin < tries * FIND_SPACING
             if frequent:
                 m = rx.search(buf, pos, end)
                 if m is None:
