@@ -620,6 +620,28 @@ def test_work_per_candidate_does_not_grow_with_the_chunk(index):
     assert looked[8] <= 40 * len(data), looked
 
 
+def test_a_plan_is_compiled_once_per_index_and_mode(index):
+    """Diagnosis reuses the compiled Plan of the same index object (scan.plan_for); a
+    different index, the baseline mode or a host's hit finder gets its own, and a
+    reused Plan gives the same report as a fresh one."""
+    import copy
+
+    from faildex import scan
+
+    text = TIMEOUT_LINE * 3
+    first, again = Diagnosis(index), Diagnosis(index)
+    assert first.plan is again.plan
+    assert Diagnosis(index, baseline=True).plan is not first.plan
+    other = copy.deepcopy(index)
+    assert Diagnosis(other).plan is not first.plan
+    assert run_text(index, text) == run_text(other, text)
+    try:
+        scan.set_hit_finder(lambda anchors: None)
+        assert Diagnosis(index).plan is not first.plan
+    finally:
+        scan.set_hit_finder(None)
+
+
 def test_the_head_stops_reading_a_line_once_it_has_read_it_enough(index, entries):
     """The first HEAD_BYTES of an input are read for context (versions, the launcher,
     context signatures), each word from at most HEAD_KEY_LINES lines. A log whose every
