@@ -79,7 +79,8 @@ class HealthyCorpus:
             if rx.search(line) or rx.search(self._parse_prefix(line)[1]):
                 yield name, n, line
 
-    # ---- statistics for the anchor choice (digits folded, identical shapes counted once)
+    # ---- the folded-shape index (digits folded, identical shapes counted once): the
+    # lookups above and the anchor statistics below go through it
 
     @cached_property
     def _shapes(self) -> tuple[str, list[int], list[list[tuple[str, int, str]]]]:

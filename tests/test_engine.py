@@ -370,9 +370,8 @@ def test_versions_decide(entries, index):
 
 
 def test_report_links_point_at_the_site():
-    import re as _re
     from faildex.render import SITE
-    site_url = _re.search(r"^site_url:\s*(\S+)", (ROOT / "mkdocs.yml").read_text(), _re.M).group(1)
+    site_url = re.search(r"^site_url:\s*(\S+)", (ROOT / "mkdocs.yml").read_text(), re.M).group(1)
     assert SITE == site_url
 
 
@@ -682,12 +681,11 @@ def test_a_pass_finds_every_line_holding_one_of_its_anchors_whether_its_key_is_r
     the rest of the buffer to re's own scan: either way it marks exactly the lines
     that hold an anchor."""
     import random
-    import re as _re
 
     from faildex.scan import _collect_spans, _keyed_trie
 
     anchors = [b"CUDA error", b"GPU has fallen", b"UDA driver", b"Unexpected key", b"CPU"]
-    rx = _re.compile(_keyed_trie(b"U", anchors))
+    rx = re.compile(_keyed_trie(b"U", anchors))
     rng = random.Random(7)
     words = [b"CUDA", b"error", b"GPU", b"CPU", b"has", b"fallen", b"Unexpected", b"key", b"UDA", b"driver",
              b"INFO", b"NCCL", b"ok"]

@@ -535,9 +535,10 @@ PLANS_KEPT = 4
 def plan_for(index: dict, baseline_mode: bool = False) -> Plan:
     """The Plan of an index, compiled once: compiling ~460 signatures and the passes
     takes ~0.1 s, which every small input paid again (what a Plan holds does not
-    depend on an input; its one memo is of compiled head passes). Keyed by the index object itself (kept alive here, so its id is not
-    reused), its digest and size, the mode and the host's hit finder."""
-    key = (id(index), index.get("digest"), len(index.get("signatures", ())), baseline_mode, _hit_finder)
+    depend on an input; its one memo is of compiled head passes). Keyed by the index
+    object (kept alive here, so its id is not reused), the mode and the host's hit
+    finder."""
+    key = (id(index), baseline_mode, _hit_finder)
     hit = _plans.get(key)
     if hit is None:
         if len(_plans) >= PLANS_KEPT:
