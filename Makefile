@@ -18,7 +18,7 @@ $(VENV)/.faildex-setup: pyproject.toml constraints.txt
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
 	  { echo "faildex needs Python 3.11 or newer: make setup PYTHON=python3.11"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[site,test]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[site,test,fast]'
 	touch $@
 
 node_modules/.faildex-setup: package.json package-lock.json

@@ -37,7 +37,8 @@ def primary_id(report) -> str | None:
 
 # Imported inside a function, only where that function needs them: the fleet page's
 # renderer (faildex[fleet]) and the repository tools of a checkout.
-OPTIONAL_IMPORTS = {"fleet.py": {"jinja2", "material"}, "command.py": {"generator"}}
+OPTIONAL_IMPORTS = {"fleet.py": {"jinja2", "material"}, "command.py": {"generator"},
+                    "scan.py": {"re2"}}   # faildex[fast]: the prefilter's DFA (scan.RE2_NOTE)
 
 
 def test_engine_imports_only_the_standard_library():
@@ -734,3 +735,59 @@ def test_a_comparison_is_worded_as_the_values_stand():
     holds, _, words = check(d, {"reserved_unallocated": "20.00 MiB", "tried": "90.00 MiB"})
     assert holds is False
     assert "(20.00 MiB) is at most tried (90.00 MiB)" in words
+
+
+# ---------------------------------------------------------------- the RE2 prefilter (scan.RE2_NOTE)
+
+def _reports_by_prefilter(index, paths, monkeypatch) -> dict[str, list]:
+    from faildex import scan
+    out = {}
+    for kind in ("re2", "passes"):
+        if kind == "passes":
+            monkeypatch.setenv("FAILDEX_PREFILTER", "passes")
+        else:
+            monkeypatch.delenv("FAILDEX_PREFILTER", raising=False)
+        assert scan.plan_for(index).prefilter == kind
+        out[kind] = [diagnose([str(p)], index) for p in paths]
+    return out
+
+
+def test_the_re2_prefilter_gives_the_reports_of_the_stdlib_passes(index, monkeypatch):
+    """With google-re2 installed (faildex[fast], which `make setup` installs) the CLI finds
+    the anchors with one RE2 DFA instead of the stdlib passes. Every log of both corpora,
+    the healthy corpus and every line type of the benchmark profiles gets the same
+    report, candidate counts included, either way."""
+    pytest.importorskip("re2", reason="google-re2 (faildex[fast]) is not installed")
+    import tempfile
+
+    from bench.profiles import generate_line_type, line_types
+
+    logs = sorted((ROOT / "tests" / "corpus").glob("*/*.log")) + HEALTHY
+    with tempfile.TemporaryDirectory() as tmp:
+        for n, lt in enumerate(line_types()):
+            generate_line_type(Path(tmp) / f"{n:02d}.log", lt, 60_000, seed=1)
+        logs += sorted(Path(tmp).glob("*.log"))
+        got = _reports_by_prefilter(index, logs, monkeypatch)
+    assert len(logs) > 300
+    for path, a, b in zip(logs, got["re2"], got["passes"]):
+        assert a == b, path.name
+    assert sum(r["inputs"][0]["candidates"] for r in got["re2"]) > 600   # 837 today: lines were compared
+
+
+def test_the_re2_alternation_finds_every_line_holding_an_anchor():
+    """Anchors with bytes RE2 would read as syntax ("(", "\\", ".", "[", a space, UTF-8),
+    written as \\xHH: each line that holds one is marked, the others are not, and a
+    tqdm line is cut at its carriage returns like everywhere else."""
+    re2 = pytest.importorskip("re2", reason="google-re2 (faildex[fast]) is not installed")
+    from faildex.scan import _collect_spans, _re2_alternation
+
+    anchors = [b"CUDA error", b"(most recent call", b"a\\b", b"x.y", b"[rank", b"a|b", b"\xef\xbc\x9a", b"$HOME"]
+    rx = _re2_alternation(re2, anchors)
+    lines = [b"ok " + a + b" end" for a in anchors]
+    lines += [b"CUDA errors", b"x-y", b"a b", b"rank", b"\xef\xbc", b"HOME", b"most recent call"]
+    lines += [b"10%|#   \r20%|##  \rCUDA error: out of memory"]
+    buf = b"\n".join(lines) + b"\n"
+    spans: dict[int, int] = {}
+    _collect_spans([(b"", rx)], buf, len(buf), True, spans)
+    found = sorted(buf[a:b] for a, b in spans.items())
+    assert found == sorted(lines[:len(anchors)] + [b"CUDA errors", b"CUDA error: out of memory"])

@@ -82,6 +82,7 @@ def test_fresh_install_diagnoses_from_any_folder(fresh, index):
     v = fresh("faildex", "--version")
     assert v.returncode == 0
     assert f"index {index['digest']} · {len(index['entries'])} entries (bundled)" in v.stdout
+    assert "prefilter passes (pip install 'faildex[fast]'" in v.stdout   # no RE2 in a bare install
     m = fresh("python", "-m", "faildex", "diagnose", "job.log")
     assert m.returncode == 0 and "cuda-out-of-memory" in m.stdout, m.stderr
 

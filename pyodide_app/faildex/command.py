@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 from . import __version__, load_index
+from .scan import prefilter_name
 
 REPO_TOOLS = ("validate", "new", "schema", "index")
 ENGINE_COMMANDS = ("diagnose", "triage", "fleet")
@@ -94,7 +95,7 @@ def version_line(index_file: str | None = None) -> str:
         index = load_index(path)
         where = "bundled" if Path(path).resolve() == BUNDLED_INDEX else path
         return (f"faildex {__version__} · index {index['digest']} · {len(index['entries'])} entries "
-                f"({where})")
+                f"({where}) · prefilter {prefilter_name()}")
     except (OSError, ValueError) as err:
         return f"faildex {__version__} · index unavailable: {err}"
 

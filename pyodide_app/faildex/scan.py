@@ -12,6 +12,7 @@ WINDOW on either side of a hit is read as a window, never whole.
 from __future__ import annotations
 
 import codecs
+import os
 import re
 
 from . import context
@@ -72,16 +73,24 @@ class Plan:
             else:
                 passes.append((a[:1], [a]))
         every = sorted({a for _, group in passes for a in group})
-        self.passes = [(key, re.compile(_keyed_trie(key, group))) for key, group in passes]
         # A host may find the anchors itself (set_hit_finder): the browser's worker hands
-        # each chunk to the JavaScript regex engine, which compiles one alternation of the
-        # same anchors to machine code where sre in WebAssembly runs each pass 2-4x slower.
+        # each chunk to JavaScript, where sre in WebAssembly runs each pass 2-4x slower.
         self.find_hits = _hit_finder(every) if _hit_finder else None
+        # With RE2 installed, the CLI runs every anchor in one pass (see RE2_NOTE).
+        re2 = _re2_module() if self.find_hits is None and every else None
+        if self.find_hits is not None:
+            self.prefilter, self.passes = "host", []
+        elif re2 is not None:
+            self.prefilter, self.passes = "re2", [(b"", _re2_alternation(re2, every))]
+        else:
+            self.prefilter = "passes"
+            self.passes = [(key, re.compile(_keyed_trie(key, group))) for key, group in passes]
         # On a candidate line, which anchors are there? One overlapping search of the
         # same trie (a lookahead matches at every position) over the line, instead of
         # an `in` test per anchor. The trie stops at the shortest anchor, so an anchor
         # that extends another ("Watchdog" after "Watch") is checked with `in`.
-        self.which_rx = re.compile(b"(?=(" + _trie(every) + b"))") if every else None
+        self._every = every
+        self._which_rx = None     # compiled at the first candidate line (anchors_in)
         self.sigs_by_anchor: dict[bytes, list] = {a: [] for a in every}
         # Context signatures (lines healthy runs print too, read only for their facts)
         # are not in the prefilter: they are tried on the lines of the head of each
@@ -91,13 +100,18 @@ class Plan:
         self.anchored = {n for n, s in enumerate(index["signatures"])
                          if re.search(r"(?<!\[)(?<!\\)\^", s["regex"])}
         for n, s in enumerate(index["signatures"]):
-            rx = re.compile(s["regex"])
+            rx = _Signature(s["regex"])
             if s["strength"] == "context":
                 self.context_sigs.append((n, s, rx, s["literal"].encode()))
             for a in s["anchors"]:
                 self.sigs_by_anchor[a.encode()].append((n, s, rx, s["literal"]))
-        self.longer: dict[bytes, list[bytes]] = {
-            a: [b for b in every if b != a and b.startswith(a)] for a in every}
+        # the anchors that start with another follow it in sorted order
+        self.longer: dict[bytes, list[bytes]] = {}
+        for i, a in enumerate(every):
+            j = i + 1
+            while j < len(every) and every[j].startswith(a):
+                j += 1
+            self.longer[a] = every[i + 1:j]
         # the head of each input is read for context (versions, launcher) and for the
         # context signatures, by the same one-regex-per-first-byte passes
         context_keys = sorted({k.encode() for k in context.KEYS})
@@ -121,14 +135,31 @@ class Plan:
 
     def anchors_in(self, seg: bytes) -> list[bytes]:
         """The anchors a candidate line holds, in a fixed order."""
+        if self._which_rx is None:
+            self._which_rx = re.compile(b"(?=(" + _trie(self._every) + b"))")
         found = set()
-        for m in self.which_rx.finditer(seg):
+        for m in self._which_rx.finditer(seg):
             a = m.group(1)
             found.add(a)
             for b in self.longer[a]:
                 if b in seg:
                     found.add(b)
         return sorted(found)
+
+
+class _Signature:
+    """A signature's regex, compiled when a line first needs it: on most logs most
+    signatures never meet a line that holds their anchor, and compiling all ~460 cost
+    every run ~0.1 s."""
+    __slots__ = ("pattern", "rx")
+
+    def __init__(self, pattern: str):
+        self.pattern, self.rx = pattern, None
+
+    def search(self, text: str):
+        if self.rx is None:
+            self.rx = re.compile(self.pattern)
+        return self.rx.search(text)
 
 
 class Source:
@@ -527,6 +558,45 @@ def _flattened(text: str) -> list[str]:
     return [p for p in unescaped.split("\n") if p.strip()][:200]
 
 
+# RE2_NOTE. Where Google's RE2 is installed (`pip install 'faildex[fast]'`, the
+# google-re2 wheel), the CLI's prefilter is one RE2 search for an alternation of every
+# anchor: RE2 compiles it to a DFA that reads each byte once (~2 ns/B here, whatever the
+# anchors' bytes), where the stdlib passes read the buffer once per key byte (~0.5-1.5
+# ns/B each, 26 of them). The lines it finds are the same (tests/test_engine.py), so
+# the report is too. FAILDEX_PREFILTER=passes keeps the stdlib passes (the benchmarks
+# measure both); Pyodide has no RE2 and uses the host's finder (set_hit_finder).
+RE2_MAX_MEM = 64 << 20    # the DFA's state cache; ~425 literals need a few MB
+
+
+def _re2_module():
+    if os.environ.get("FAILDEX_PREFILTER") == "passes":
+        return None
+    try:
+        import re2
+    except ImportError:
+        return None
+    return re2
+
+
+def prefilter_name() -> str:
+    """What finds the anchors in this process: "re2" or the stdlib "passes"."""
+    if _hit_finder is not None:
+        return "host"
+    return "re2" if _re2_module() is not None else "passes (pip install 'faildex[fast]' for RE2, 3-5x faster)"
+
+
+def _re2_alternation(re2, anchors: list[bytes]):
+    """RE2 for "any of anchors", bytes read as Latin-1 (one byte, one character), each
+    byte outside [A-Za-z0-9] written as \\xHH so that no anchor needs RE2's escaping rules."""
+    options = re2.Options()
+    options.encoding = re2.Options.Encoding.LATIN1
+    options.never_capture = True
+    options.max_mem = RE2_MAX_MEM
+    alternatives = [b"".join(bytes([c]) if chr(c).isalnum() and c < 128 else b"\\x%02x" % c for c in a)
+                    for a in anchors]
+    return re2.compile(b"|".join(alternatives), options)
+
+
 _hit_finder = None
 _plans: dict[tuple, tuple[dict, Plan]] = {}
 PLANS_KEPT = 4
@@ -538,7 +608,7 @@ def plan_for(index: dict, baseline_mode: bool = False) -> Plan:
     depend on an input; its one memo is of compiled head passes). Keyed by the index
     object (kept alive here, so its id is not reused), the mode and the host's hit
     finder."""
-    key = (id(index), baseline_mode, _hit_finder)
+    key = (id(index), baseline_mode, _hit_finder, os.environ.get("FAILDEX_PREFILTER"))
     hit = _plans.get(key)
     if hit is None:
         if len(_plans) >= PLANS_KEPT:
@@ -582,6 +652,15 @@ def _collect_spans(passes, buf: bytes, end: int, cr: bool, spans: dict[int, int]
     hit, a pass goes on from the end of its line."""
     find = buf.find
     for key, rx in passes:
+        if not key:
+            # one RE2 DFA over every anchor: each search finds the next candidate line
+            pos = begin
+            while (m := rx.search(buf, pos, end)) is not None:
+                pos = m.start()
+                start, stop = _segment(buf, pos, cr)
+                spans[start] = max(spans.get(start, 0), stop)
+                pos = max(stop, pos + 1)
+            continue
         tries, frequent = 0, False
         pos = find(key, begin, end)
         while pos != -1:
