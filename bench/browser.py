@@ -6,7 +6,9 @@
 Builds the site (mkdocs build), serves it on 127.0.0.1, opens /diagnose/ in
 Debian's Chromium (Playwright), and measures in one run:
   * cold start: navigation to "ready" (Pyodide + engine wheel + index loaded), ms;
-  * in-browser throughput on a generated log (bench/loggen.py) of the given size;
+  * in-browser throughput on a generated log (bench/loggen.py) of the given size: the
+    time from the Diagnose click handler to the report on screen, by the page's clock
+    (Playwright's click and polling add 0.1-0.3 s that no reader waits for; printed too);
   * the native CLI on the same file, with one process and with one per core;
 and prints the ratios. Targets (issue 4): ready < 4 s; browser >= half the CLI.
 
@@ -222,19 +224,22 @@ def main() -> int:
         sampler.join()
         primary = page.get_attribute("[data-testid=primary]", "data-entry-id")
         engine_s = float(page.get_attribute("[data-testid=progress]", "data-engine-seconds"))
+        page_s = float(page.get_attribute("[data-testid=progress]", "data-seconds"))
         workers = page.get_attribute("[data-testid=progress]", "data-workers")
         browser.close()
     server.shutdown()
 
-    one = cli_seconds(index, log, 1)
-    many = cli_seconds(index, log, cores)
+    # the CLI's best of two (the page scans once, its first scan: the ratio errs against it)
+    one = min(cli_seconds(index, log, 1) for _ in range(2))
+    many = min(cli_seconds(index, log, cores) for _ in range(2))
     mb = size / 1e6
-    b_mbs, one_mbs, many_mbs = mb / wall, mb / one, mb / many
+    b_mbs, one_mbs, many_mbs = mb / page_s, mb / one, mb / many
     print(f"log: {mb:.0f} MB with {', '.join(failures)}; browser primary={primary}")
     print(f"cold start to ready: {', '.join(f'{s:.0f}' for s in starts)} ms "
           f"(median {sorted(starts)[len(starts) // 2]:.0f} ms; target < 4000)")
-    print(f"browser           : {wall:6.2f} s {b_mbs:7.1f} MB/s ({workers} Pyodide worker(s); "
-          f"Python in the main one: {engine_s:.2f} s)")
+    print(f"browser           : {page_s:6.2f} s {b_mbs:7.1f} MB/s ({workers} Pyodide worker(s); "
+          f"Python in the main one: {engine_s:.2f} s; {wall:.2f} s from Playwright's click to its "
+          f"seeing the report)")
     print(f"browser memory    : renderer processes (page + workers) {idle_rss / 1e6:.0f} MB before the "
           f"scan, peak {sampler.peak / 1e6:.0f} MB during it, for a {mb:.0f} MB file")
     print(f"native CLI, 1 proc: {one:6.2f} s {one_mbs:7.1f} MB/s")

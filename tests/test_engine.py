@@ -659,17 +659,17 @@ def test_the_head_stops_reading_a_line_once_it_has_read_it_enough(index, entries
         def __init__(self, rx):
             self.rx, self.calls = rx, 0
 
-        def findall(self, seg):
+        def __call__(self, seg):
             self.calls += 1
-            return self.rx.findall(seg)
+            return self.rx(seg)
 
-    plan.context_key_rx = Counting(plan.context_key_rx)
+    plan.head_words_in = Counting(plan.head_words_in)
     src = scan.Source("job.log", 0, plan)
     src.feed(data)
     src.close(None)
     per_slice = scan.HEAD_SLICE // len(line) + 1
     assert scan.HEAD_KEY_LINES < per_slice < len(data) // len(line) // 4
-    assert plan.context_key_rx.calls <= per_slice, plan.context_key_rx.calls
+    assert plan.head_words_in.calls <= per_slice, plan.head_words_in.calls
     found = [n for n, s in enumerate(index["signatures"]) if s["entry"] == "tokenizers-fork-deadlock"
              and n in src.findings]
     assert found, "the warning was still read"
@@ -791,3 +791,49 @@ def test_the_re2_alternation_finds_every_line_holding_an_anchor():
     _collect_spans([(b"", rx)], buf, len(buf), True, spans)
     found = sorted(buf[a:b] for a, b in spans.items())
     assert found == sorted(lines[:len(anchors)] + [b"CUDA errors", b"CUDA error: out of memory"])
+
+
+def test_the_browsers_automaton_marks_the_lines_the_cli_marks(index, monkeypatch, tmp_path):
+    """The diagnoser's worker finds the anchors with pyodide_app/web/anchors.mjs (an
+    Aho-Corasick automaton run by a WebAssembly loop, here under node): over every log of both corpora, the
+    healthy corpus, every profile line type and lines of awkward bytes, it marks exactly
+    the candidate lines the stdlib passes mark, in the scan and in the head's passes."""
+    from bench.profiles import generate_line_type, line_types
+    from faildex import scan
+
+    monkeypatch.setenv("FAILDEX_PREFILTER", "passes")
+    plan = scan.plan_for(index)
+    anchors = sorted(plan.sigs_by_anchor)   # every anchor the passes look for
+    head_words = sorted(plan.context_keys | {lit for _, _, _, lit in plan.context_sigs if lit})
+    awkward = [b"ok CUDA error end", b"CUDA errors", b"10%|#   \r20%|##  \rCUDA error: out of memory",
+               b"\xef\xbc\x9a CUDA err\xefor", b"NCCL WAR", b"\r\r\n", b""]
+    logs = sorted((ROOT / "tests" / "corpus").glob("*/*.log")) + HEALTHY
+    for n, lt in enumerate(line_types()):
+        generate_line_type(tmp_path / f"{n:02d}.log", lt, 20_000, seed=1)
+        logs.append(tmp_path / f"{n:02d}.log")
+    buf = b"\n".join(awkward) + b"\n" + b"".join(p.read_bytes() for p in logs)
+    (tmp_path / "all.bin").write_bytes(buf)
+    found = {}
+    for name, words in (("scan", anchors), ("head", head_words)):
+        (tmp_path / f"{name}.words").write_bytes(b"\n".join(words))
+        script = (f"import {{ buildAutomaton, findHits }} from {json.dumps((ROOT / 'pyodide_app/web/anchors.mjs').as_uri())};"
+                  "import { readFileSync } from 'fs';"
+                  f"const words = readFileSync({json.dumps(str(tmp_path / (name + '.words')))}).toString('latin1').split('\\n');"
+                  "const bytes = words.map((w) => Uint8Array.from(w, (c) => c.charCodeAt(0)));"
+                  f"const b = readFileSync({json.dumps(str(tmp_path / 'all.bin'))});"
+                  "const all = new Uint8Array(b.buffer, b.byteOffset, b.length);"
+                  # a hit buffer of 3 makes the search stop and resume ~1,000 times
+                  "process.stdout.write(JSON.stringify([findHits(buildAutomaton(bytes), all), "
+                  "findHits(buildAutomaton(bytes, { hitsPerCall: 3 }), all)]));")
+        out = subprocess.run(["node", "--input-type=module", "-e", script], capture_output=True, check=True)
+        found[name], resumed = json.loads(out.stdout)
+        assert resumed == found[name], name
+    cr = b"\r" in buf
+    for name, passes, offsets in (("scan", plan.passes, found["scan"]),
+                                  ("head", plan.head_passes(frozenset(head_words)), found["head"])):
+        want: dict[int, int] = {}
+        scan._collect_spans(passes, buf, len(buf), cr, want)
+        got: dict[int, int] = {}
+        scan._collect_spans([(None, lambda b, end, begin: offsets)], buf, len(buf), cr, got)
+        assert got == want, name
+        assert len(want) > 500, name      # lines were compared

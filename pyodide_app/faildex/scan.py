@@ -75,22 +75,18 @@ class Plan:
         every = sorted({a for _, group in passes for a in group})
         # A host may find the anchors itself (set_hit_finder): the browser's worker hands
         # each chunk to JavaScript, where sre in WebAssembly runs each pass 2-4x slower.
-        self.find_hits = _hit_finder(every) if _hit_finder else None
+        self._host_finder = _hit_finder
         # With RE2 installed, the CLI runs every anchor in one pass (see RE2_NOTE).
-        re2 = _re2_module() if self.find_hits is None and every else None
-        if self.find_hits is not None:
-            self.prefilter, self.passes = "host", []
+        re2 = _re2_module() if _hit_finder is None and every else None
+        if _hit_finder is not None:
+            self.prefilter, self.passes = "host", [(None, _hit_finder(every))]
         elif re2 is not None:
             self.prefilter, self.passes = "re2", [(b"", _re2_alternation(re2, every))]
         else:
             self.prefilter = "passes"
             self.passes = [(key, re.compile(_keyed_trie(key, group))) for key, group in passes]
-        # On a candidate line, which anchors are there? One overlapping search of the
-        # same trie (a lookahead matches at every position) over the line, instead of
-        # an `in` test per anchor. The trie stops at the shortest anchor, so an anchor
-        # that extends another ("Watchdog" after "Watch") is checked with `in`.
-        self._every = every
-        self._which_rx = None     # compiled at the first candidate line (anchors_in)
+        # On a candidate line, which anchors are there? (one search, not a test per anchor)
+        self.anchors_in = _Which(every)
         self.sigs_by_anchor: dict[bytes, list] = {a: [] for a in every}
         # Context signatures (lines healthy runs print too, read only for their facts)
         # are not in the prefilter: they are tried on the lines of the head of each
@@ -105,41 +101,69 @@ class Plan:
                 self.context_sigs.append((n, s, rx, s["literal"].encode()))
             for a in s["anchors"]:
                 self.sigs_by_anchor[a.encode()].append((n, s, rx, s["literal"]))
-        # the anchors that start with another follow it in sorted order
-        self.longer: dict[bytes, list[bytes]] = {}
-        for i, a in enumerate(every):
-            j = i + 1
-            while j < len(every) and every[j].startswith(a):
-                j += 1
-            self.longer[a] = every[i + 1:j]
-        # the head of each input is read for context (versions, launcher) and for the
-        # context signatures, by the same one-regex-per-first-byte passes
-        context_keys = sorted({k.encode() for k in context.KEYS})
-        self.context_key_rx = re.compile(_trie(context_keys))
-        self.context_keys = frozenset(context_keys)
+        # The head of each input is read for context (versions, launcher) and for the
+        # context signatures: its lines holding a context key or a context signature's
+        # literal, found like the scan's candidates (head_passes), then which of those
+        # words each holds (head_words_in).
+        self.context_keys = frozenset(k.encode() for k in context.KEYS)
+        self.context_sigs_by_literal: dict[bytes, list[tuple[int, dict, _Signature]]] = {}
+        for n, s, rx, literal in self.context_sigs:
+            if literal:
+                self.context_sigs_by_literal.setdefault(literal, []).append((n, s, rx))
+        self.head_words_in = _Which(self.context_keys | set(self.context_sigs_by_literal))
+        self._re2 = re2
         self._head_passes: dict[frozenset, list] = {}   # a memo, filled as inputs need it
+
+    def prepare(self) -> None:
+        """Compile now what the first input would: the which-anchor and head-word
+        searches and the head's first passes (~0.17 s in Pyodide, ~0.02 s natively).
+        The browser's workers call it while idle, so that a scan does not pay it."""
+        self.anchors_in(b"")
+        self.head_words_in(b"")
+        self.head_passes(frozenset(self.context_keys | set(self.context_sigs_by_literal)))
 
     def head_passes(self, words: frozenset) -> list:
         """The passes that find the head's lines holding one of words (context keys and
         context-signature literals), one regex per first byte; compiled once per set."""
         passes = self._head_passes.get(words)
         if passes is None:
-            by_byte: dict[int, set[bytes]] = {}
-            for w in words:
-                by_byte.setdefault(w[0], set()).add(w)
-            passes = [(bytes([c]), re.compile(_trie(sorted(ws)))) for c, ws in sorted(by_byte.items())]
+            if self._host_finder is not None:
+                passes = [(None, self._host_finder(sorted(words)))]
+            elif self._re2 is not None:
+                passes = [(b"", _re2_alternation(self._re2, sorted(words)))]
+            else:
+                by_byte: dict[int, set[bytes]] = {}
+                for w in words:
+                    by_byte.setdefault(w[0], set()).add(w)
+                passes = [(bytes([c]), re.compile(_trie(sorted(ws)))) for c, ws in sorted(by_byte.items())]
             if len(self._head_passes) >= 64:    # a long-lived process (triage, a browser tab)
                 self._head_passes.clear()
             self._head_passes[words] = passes
         return passes
 
-    def anchors_in(self, seg: bytes) -> list[bytes]:
-        """The anchors a candidate line holds, in a fixed order."""
-        if self._which_rx is None:
-            self._which_rx = re.compile(b"(?=(" + _trie(self._every) + b"))")
+
+class _Which:
+    """Which of many literals a line holds, sorted: one overlapping search of their
+    trie (a lookahead matches at every position), instead of an `in` test per literal.
+    The trie stops at the shortest literal, so one that extends another ("Watchdog"
+    after "Watch") is checked with `in`. Compiled at the first line that needs it."""
+
+    def __init__(self, words):
+        self.words = sorted(words)
+        self.rx = None
+        # the literals that start with another follow it in sorted order
+        self.longer: dict[bytes, list[bytes]] = {}
+        for i, a in enumerate(self.words):
+            j = i + 1
+            while j < len(self.words) and self.words[j].startswith(a):
+                j += 1
+            self.longer[a] = self.words[i + 1:j]
+
+    def __call__(self, seg: bytes) -> list[bytes]:
+        if self.rx is None:
+            self.rx = re.compile(b"(?=(" + _trie(self.words) + b"))")
         found = set()
-        for m in self._which_rx.finditer(seg):
-            a = m.group(1)
+        for a in self.rx.findall(seg):
             found.add(a)
             for b in self.longer[a]:
                 if b in seg:
@@ -301,15 +325,7 @@ class Source:
             self._head(buf, end)
         spans: dict[int, int] = {}   # candidate segment start -> end
         cr = b"\r" in buf
-        if plan.find_hits is not None:
-            stop = 0
-            for pos in plan.find_hits(buf, end):
-                if pos < stop:
-                    continue        # a further anchor on a line already taken
-                start, stop = _segment(buf, pos, cr)
-                spans[start] = max(spans.get(start, 0), stop)
-        else:
-            _collect_spans(plan.passes, buf, end, cr, spans)
+        _collect_spans(plan.passes, buf, end, cr, spans)
         if spans:
             counted_to, line_no = 0, self.lines
             for start in sorted(spans):
@@ -373,8 +389,8 @@ class Source:
             # printed on every line of the head ("huggingface/tokenizers: The current
             # process just got forked") stops costing a Python loop once it has been read.
             words = frozenset([k for k in plan.context_keys if key_lines.get(k, 0) < HEAD_KEY_LINES]
-                              + [lit for n, _, _, lit in plan.context_sigs
-                                 if lit and self.counts.get(n, 0) < HEAD_KEY_LINES])
+                              + [lit for lit, sigs in plan.context_sigs_by_literal.items()
+                                 if any(self.counts.get(n, 0) < HEAD_KEY_LINES for n, _, _ in sigs)])
             if not words:
                 break
             stop = region.find(b"\n", min(begin + HEAD_SLICE, len(region)))
@@ -384,7 +400,8 @@ class Source:
             for start in sorted(spans):
                 seg = region[start:spans[start]]
                 text = None
-                keys = [k for k in plan.context_key_rx.findall(seg) if key_lines.get(k, 0) < HEAD_KEY_LINES]
+                present = plan.head_words_in(seg)
+                keys = [k for k in present if k in plan.context_keys and key_lines.get(k, 0) < HEAD_KEY_LINES]
                 if keys:
                     # versions and the launcher are printed once, at the start; a key that
                     # healthy jobs print on every line ("deepspeed") is read a bounded number
@@ -393,8 +410,8 @@ class Source:
                         key_lines[k] = key_lines.get(k, 0) + 1
                     text = strip_ansi(seg.decode("utf-8", "replace"))
                     context.extract(text, self.facts)
-                for n, sig, rx, literal in plan.context_sigs:
-                    if not literal or literal not in seg or self.counts.get(n, 0) >= HEAD_KEY_LINES:
+                for n, sig, rx in sorted(x for w in present for x in plan.context_sigs_by_literal.get(w, ())):
+                    if self.counts.get(n, 0) >= HEAD_KEY_LINES:
                         continue   # like a context key, a context signature is read a bounded number of times
                     if text is None:
                         text = strip_ansi(seg.decode("utf-8", "replace"))
@@ -619,9 +636,10 @@ def plan_for(index: dict, baseline_mode: bool = False) -> Plan:
 
 def set_hit_finder(factory) -> None:
     """Let the host find the anchors: factory(anchors: list[bytes]) returns a function
-    (buf: bytes, end: int) -> ascending start offsets in buf[:end] at which some anchor
-    occurs, at least one on every line that holds one. Plans made afterwards use it in
-    place of their regex passes; None restores them."""
+    (buf: bytes, end: int, begin: int) -> ascending offsets in buf[begin:end] at which
+    some anchor occurs, at least one on every line that holds one (begin is always a
+    line start). Plans made afterwards use it in place of their regex passes, for the
+    scan and for the head; None restores the passes."""
     global _hit_finder
     _hit_finder = factory
 
@@ -652,6 +670,15 @@ def _collect_spans(passes, buf: bytes, end: int, cr: bool, spans: dict[int, int]
     hit, a pass goes on from the end of its line."""
     find = buf.find
     for key, rx in passes:
+        if key is None:
+            # the host's finder (set_hit_finder): offsets of hits, ascending
+            stop = begin
+            for pos in rx(buf, end, begin):
+                if pos < stop:
+                    continue        # a further anchor on a line already taken
+                start, stop = _segment(buf, pos, cr)
+                spans[start] = max(spans.get(start, 0), stop)
+            continue
         if not key:
             # one RE2 DFA over every anchor: each search finds the next candidate line
             pos = begin

@@ -13,6 +13,7 @@
 // Scanner -> main: {type: "ready"}, {type: "part-progress", id, done}, {type: "part", id, data}
 // Everything is loaded from this site's own origin; nothing leaves the machine.
 import { loadPyodide } from "../pyodide/pyodide.mjs";
+import { buildAutomaton, findHits } from "./anchors.mjs";
 
 const HERE = new URL(".", import.meta.url);
 const CHUNK = 8 << 20;           // bytes handed to Python per call
@@ -37,12 +38,12 @@ from faildex.render import to_markdown, redact, fact_label
 import js
 from faildex import scan as _scan
 
-# The anchors are found by JavaScript's regex engine (see faildex.scan.set_hit_finder and
-# faildexHits below): the same anchors, the same lines, several times faster than sre here.
+# The anchors are found by JavaScript (see faildex.scan.set_hit_finder and faildexHits
+# below): the same anchors, the same lines, several times faster than sre here.
 def _js_hit_finder(anchors):
     key = js.faildexAnchors(to_js(b"\\n".join(anchors)))
-    def find(buf, end):
-        return js.faildexHits(to_js(memoryview(buf)[:end]), key).to_py()
+    def find(buf, end, begin=0):
+        return js.faildexHits(buf, begin, end, key).to_py()
     return find
 
 _scan.set_hit_finder(_js_hit_finder)
@@ -86,6 +87,9 @@ def parts_merge(name):
 def start():
     global _d
     _d = Diagnosis(_index)
+
+def prepare():
+    _d.plan.prepare()
 
 def feed(name, buf):
     _d.feed(name, buf.to_bytes())
@@ -147,23 +151,27 @@ def finish():
                        "labels": {k: fact_label(k) for k in keys}})
 `;
 
-// The prefilter's anchor search, for the Python engine (faildex.scan.set_hit_finder).
-// windows-1252 ("latin1") maps each byte to one UTF-16 unit, so a match index is a byte
-// offset; anchors arrive as bytes joined by \n and are decoded the same way.
+// The prefilter's anchor search, for the Python engine (faildex.scan.set_hit_finder):
+// anchors.mjs's automaton, one per anchor set, kept by the set's text.
 const LATIN1 = new TextDecoder("latin1");
-const hitRegexes = [];
+const automata = [], automatonOf = new Map();
 self.faildexAnchors = (blob) => {
-  const words = LATIN1.decode(blob).split("\n");
-  hitRegexes.push(new RegExp(words.map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("|"), "g"));
-  return hitRegexes.length - 1;
+  const joined = LATIN1.decode(blob);
+  if (!automatonOf.has(joined)) {
+    automata.push(buildAutomaton(joined.split("\n").filter((w) => w)
+      .map((w) => Uint8Array.from(w, (c) => c.charCodeAt(0)))));
+    automatonOf.set(joined, automata.length - 1);
+  }
+  return automatonOf.get(joined);
 };
-self.faildexHits = (bytes, key) => {
-  const text = LATIN1.decode(bytes);
-  const rx = hitRegexes[key];
-  const out = [];
-  rx.lastIndex = 0;
-  for (let m = rx.exec(text); m !== null; m = rx.exec(text)) out.push(m.index);
-  return out;
+// buf is a Python bytes object: read in place, through a view of Pyodide's memory
+self.faildexHits = (buf, begin, end, key) => {
+  const view = buf.getBuffer("u8");
+  try {
+    return findHits(automata[key], view.data.subarray(begin, end), begin);
+  } finally {
+    view.release();
+  }
 };
 
 async function boot() {
@@ -176,10 +184,11 @@ async function boot() {
   const indexText = await (await fetch(new URL(manifest.index, HERE))).text();
   py.runPython(GLUE);
   api = {};
-  for (const f of ["init", "start", "feed", "close", "finish", "part_start", "part_feed", "part_finish",
+  for (const f of ["init", "prepare", "start", "feed", "close", "finish", "part_start", "part_feed", "part_finish",
     "order_of", "part_adopt", "parts_merge", "dump_kind", "add_dump"]) api[f] = py.globals.get(f);
   api.init(indexText);
   postMessage({ type: "ready", ms: Math.round(performance.now() - t0), pyodide: manifest.pyodide });
+  api.prepare();   // while the reader picks a file: what the first scan would compile
 }
 
 const ready = boot().catch((err) => {
@@ -273,9 +282,14 @@ async function splitPoints(file, parts) {
 async function scanRange(file, name, order, start, end, isLast, onProgress) {
   const prev = new Uint8Array(await file.slice(Math.max(0, start - 8192), start).arrayBuffer());
   api.part_start(name, order, start, prev);
+  // The next slice is read while Python scans this one: a Blob read is a round trip
+  // to the browser process, which would otherwise leave this core idle.
+  const read = (off) => off < end ? file.slice(off, Math.min(off + CHUNK, end)).arrayBuffer() : null;
+  let next = read(start);
   for (let off = start; off < end; off += CHUNK) {
     if (cancelled) return null;
-    const buf = new Uint8Array(await file.slice(off, Math.min(off + CHUNK, end)).arrayBuffer());
+    const buf = new Uint8Array(await next);
+    next = read(off + CHUNK);
     const t = performance.now();
     api.part_feed(buf);
     engineMs += performance.now() - t;
