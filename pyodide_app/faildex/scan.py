@@ -124,7 +124,8 @@ class Plan:
 
     def head_passes(self, words: frozenset) -> list:
         """The passes that find the head's lines holding one of words (context keys and
-        context-signature literals), one regex per first byte; compiled once per set."""
+        context-signature literals): the host's finder, else one RE2 search, else one
+        stdlib regex per first byte; compiled once per set."""
         passes = self._head_passes.get(words)
         if passes is None:
             if self._host_finder is not None:
