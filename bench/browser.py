@@ -8,7 +8,8 @@ Debian's Chromium (Playwright), and measures in one run:
   * cold start: navigation to "ready" (Pyodide + engine wheel + index loaded), ms;
   * in-browser throughput on a generated log (bench/loggen.py) of the given size: the
     time from the Diagnose click handler to the report on screen, by the page's clock
-    (Playwright's click and polling add 0.1-0.3 s that no reader waits for; printed too);
+    (Playwright's click and polling added ~0.4 s on 2026-12-04 that no reader waits for;
+    that time is printed too);
   * the native CLI on the same file, with one process and with one per core;
 and prints the ratios. Targets (issue 4): ready < 4 s; browser >= half the CLI.
 

@@ -804,7 +804,7 @@ def test_the_browsers_automaton_marks_the_lines_the_cli_marks(index, monkeypatch
     monkeypatch.setenv("FAILDEX_PREFILTER", "passes")
     plan = scan.plan_for(index)
     anchors = sorted(plan.sigs_by_anchor)   # every anchor the passes look for
-    head_words = sorted(plan.context_keys | {lit for _, _, _, lit in plan.context_sigs if lit})
+    head_words = sorted(plan.head_words)
     awkward = [b"ok CUDA error end", b"CUDA errors", b"10%|#   \r20%|##  \rCUDA error: out of memory",
                b"\xef\xbc\x9a CUDA err\xefor", b"NCCL WAR", b"\r\r\n", b""]
     logs = sorted((ROOT / "tests" / "corpus").glob("*/*.log")) + HEALTHY

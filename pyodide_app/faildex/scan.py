@@ -110,7 +110,8 @@ class Plan:
         for n, s, rx, literal in self.context_sigs:
             if literal:
                 self.context_sigs_by_literal.setdefault(literal, []).append((n, s, rx))
-        self.head_words_in = _Which(self.context_keys | set(self.context_sigs_by_literal))
+        self.head_words = frozenset(self.context_keys | set(self.context_sigs_by_literal))
+        self.head_words_in = _Which(self.head_words)
         self._re2 = re2
         self._head_passes: dict[frozenset, list] = {}   # a memo, filled as inputs need it
 
@@ -120,7 +121,7 @@ class Plan:
         The browser's workers call it while idle, so that a scan does not pay it."""
         self.anchors_in(b"")
         self.head_words_in(b"")
-        self.head_passes(frozenset(self.context_keys | set(self.context_sigs_by_literal)))
+        self.head_passes(self.head_words)
 
     def head_passes(self, words: frozenset) -> list:
         """The passes that find the head's lines holding one of words (context keys and

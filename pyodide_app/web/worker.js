@@ -41,9 +41,9 @@ from faildex import scan as _scan
 # The anchors are found by JavaScript (see faildex.scan.set_hit_finder and faildexHits
 # below): the same anchors, the same lines, several times faster than sre here.
 def _js_hit_finder(anchors):
-    key = js.faildexAnchors(to_js(b"\\n".join(anchors)))
-    def find(buf, end, begin=0):
-        return js.faildexHits(buf, begin, end, key).to_py()
+    automaton = js.faildexAnchors(to_js(b"\\n".join(anchors)))
+    def find(buf, end, begin):
+        return js.faildexHits(buf, begin, end, automaton).to_py()
     return find
 
 _scan.set_hit_finder(_js_hit_finder)
@@ -152,23 +152,16 @@ def finish():
 `;
 
 // The prefilter's anchor search, for the Python engine (faildex.scan.set_hit_finder):
-// anchors.mjs's automaton, one per anchor set, kept by the set's text.
+// anchors.mjs's automaton, held by the Python side (the Plan keeps one per anchor set),
+// so that it lives as long as the plan that uses it.
 const LATIN1 = new TextDecoder("latin1");
-const automata = [], automatonOf = new Map();
-self.faildexAnchors = (blob) => {
-  const joined = LATIN1.decode(blob);
-  if (!automatonOf.has(joined)) {
-    automata.push(buildAutomaton(joined.split("\n").filter((w) => w)
-      .map((w) => Uint8Array.from(w, (c) => c.charCodeAt(0)))));
-    automatonOf.set(joined, automata.length - 1);
-  }
-  return automatonOf.get(joined);
-};
+self.faildexAnchors = (blob) => buildAutomaton(LATIN1.decode(blob).split("\n").filter((w) => w)
+  .map((w) => Uint8Array.from(w, (c) => c.charCodeAt(0))));
 // buf is a Python bytes object: read in place, through a view of Pyodide's memory
-self.faildexHits = (buf, begin, end, key) => {
+self.faildexHits = (buf, begin, end, automaton) => {
   const view = buf.getBuffer("u8");
   try {
-    return findHits(automata[key], view.data.subarray(begin, end), begin);
+    return findHits(automaton, view.data.subarray(begin, end), begin);
   } finally {
     view.release();
   }
