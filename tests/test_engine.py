@@ -797,7 +797,9 @@ def test_the_browsers_automaton_marks_the_lines_the_cli_marks(index, monkeypatch
     """The diagnoser's worker finds the anchors with pyodide_app/web/anchors.mjs (an
     Aho-Corasick automaton run by a WebAssembly loop, here under node): over every log of both corpora, the
     healthy corpus, every profile line type and lines of awkward bytes, it marks exactly
-    the candidate lines the stdlib passes mark, in the scan and in the head's passes."""
+    the candidate lines the stdlib passes mark, in the scan and in the head's passes:
+    searched whole (two lanes), in slices of many sizes (one lane and two), and with a
+    hit buffer so small that every lane overflows (one lane, resumed)."""
     from bench.profiles import generate_line_type, line_types
     from faildex import scan
 
@@ -822,11 +824,26 @@ def test_the_browsers_automaton_marks_the_lines_the_cli_marks(index, monkeypatch
                   "const bytes = words.map((w) => Uint8Array.from(w, (c) => c.charCodeAt(0)));"
                   f"const b = readFileSync({json.dumps(str(tmp_path / 'all.bin'))});"
                   "const all = new Uint8Array(b.buffer, b.byteOffset, b.length);"
+                  # slices cut at line ends, as the worker hands chunks over: short ones take
+                  # the one-lane loop, longer ones the two-lane loop, each with its own cut
+                  "const a = buildAutomaton(bytes), sliced = [];"
+                  "for (let at = 0, k = 0; at < all.length; k++) {"
+                  "  let end = all.indexOf(10, at + [700, 5000, 9000, 70000, 300000][k % 5]) + 1;"
+                  "  if (end === 0) end = all.length;"
+                  "  sliced.push(...findHits(a, all.subarray(at, end), at)); at = end; }"
+                  # the two-lane loop stops when the shorter lane ends: an anchor across the
+                  # longer lane's stop must still be found (each lane keeps its own state)
+                  "const w = bytes.reduce((x, y) => (y.length > x.length ? y : x)), lb = 5000, across = [];"
+                  "for (let d = 1; d < w.length; d++) {"
+                  "  const buf = new Uint8Array(6000 + lb).fill(126); buf[5999] = 10; buf[buf.length - 1] = 10;"
+                  "  buf.set(w, lb - d); across.push(findHits(a, buf)); }"
                   # a hit buffer of 3 makes the search stop and resume ~1,000 times
-                  "process.stdout.write(JSON.stringify([findHits(buildAutomaton(bytes), all), "
+                  "process.stdout.write(JSON.stringify([findHits(a, all), sliced, across, "
                   "findHits(buildAutomaton(bytes, { hitsPerCall: 3 }), all)]));")
         out = subprocess.run(["node", "--input-type=module", "-e", script], capture_output=True, check=True)
-        found[name], resumed = json.loads(out.stdout)
+        found[name], sliced, across, resumed = json.loads(out.stdout)
+        assert across and all(len(hits) == 1 and 0 <= hits[0] < 6000 for hits in across), (name, across)
+        assert sliced == found[name], name
         assert resumed == found[name], name
     cr = b"\r" in buf
     for name, passes, offsets in (("scan", plan.passes, found["scan"]),

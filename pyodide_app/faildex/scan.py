@@ -246,13 +246,14 @@ class Source:
         if self.decoder is not None:
             chunk = self.decoder.decode(chunk).encode("utf-8", "replace")
         buf = self.carry + chunk if self.carry else chunk
-        cut = max(buf.rfind(b"\n"), buf.rfind(b"\r") if b"\r" in buf else -1) + 1
+        cr = b"\r" in buf   # (a whole pass over the chunk: found once, handed to _scan)
+        cut = max(buf.rfind(b"\n"), buf.rfind(b"\r") if cr else -1) + 1
         if cut == 0 or len(buf) - cut > MAX_CARRY:
             # No line end for a long way: scan what we have as a window and keep
             # only enough for an anchor or a context window spanning the seam.
             if len(buf) > MAX_CARRY:
                 keep = WINDOW
-                self._scan(buf, len(buf) - keep, final=False)
+                self._scan(buf, len(buf) - keep, final=False, cr=cr)
                 self.carry = buf[-keep:]
             else:
                 self.carry = buf
@@ -261,9 +262,9 @@ class Source:
             # full-width punctuation (an IDE or a CJK locale) is read as ASCII: signatures
             # and anchors are written with ":" and "(", not "：" and "（"
             head = _ascii_punctuation(buf[:cut])
-            self._scan(head + buf[cut:], len(head), final=False)
+            self._scan(head + buf[cut:], len(head), final=False, cr=cr)
         else:
-            self._scan(buf, cut, final=False)
+            self._scan(buf, cut, final=False, cr=cr)
         self.carry = buf[cut:]
 
     def end_range(self, is_last: bool) -> "Source":
@@ -312,7 +313,8 @@ class Source:
 
     # ------------------------------------------------------------ the scan
 
-    def _scan(self, buf: bytes, end: int, final: bool) -> None:
+    def _scan(self, buf: bytes, end: int, final: bool, cr: bool | None = None) -> None:
+        """cr: whether buf holds a \r, when the caller knows."""
         plan = self.plan
         self._end, self._final = end, final
         if self.first_lines is None:
@@ -326,7 +328,8 @@ class Source:
         if self.offset + self.bytes - len(buf) < HEAD_BYTES:
             self._head(buf, end)
         spans: dict[int, int] = {}   # candidate segment start -> end
-        cr = b"\r" in buf
+        if cr is None:
+            cr = b"\r" in buf
         _collect_spans(plan.passes, buf, end, cr, spans)
         if spans:
             counted_to, line_no = 0, self.lines

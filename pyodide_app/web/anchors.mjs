@@ -10,6 +10,11 @@
 // and typed-array loads on every byte), and ~440 MB/s as WebAssembly (node 20).
 // (One RegExp alternation of the anchors took ~12 ns/B plus a Latin-1 copy of the
 // chunk, and sre in WebAssembly 15-30 ns/B.)
+//
+// That loop waits on itself: each byte's next state is a load from an address the
+// previous load gave (~6 cycles). So a buffer is cut at a line end near its middle and
+// both halves go through one loop, two independent states per turn (FIND2_LOOP): the
+// CPU runs the two chains side by side.
 
 // words: Uint8Arrays, none holding \n or \r. hitsPerCall bounds the hit buffer (the
 // search resumes where a full buffer stopped it); tests make it small.
@@ -48,7 +53,8 @@ export function buildAutomaton(words, { hitsPerCall = 1 << 16 } = {}) {
   // The tables in WebAssembly memory, as byte addresses: a class is its column's
   // offset in a row; a transition is the next state's row address, negated (minus
   // one) where a match ends there.
-  const rowBytes = width * 4, nextAt = 1024, tablesEnd = nextAt + delta.length * 4;
+  // (classes at 0, then SCRATCH: where the two-lane loop leaves its lanes' state)
+  const rowBytes = width * 4, nextAt = SCRATCH + 32, tablesEnd = nextAt + delta.length * 4;
   const memory = new WebAssembly.Memory({ initial: pages(tablesEnd) });
   const classes = new Int32Array(memory.buffer, 0, 256);
   for (let b = 0; b < 256; b++) classes[b] = byteClass[b] * 4;
@@ -59,32 +65,55 @@ export function buildAutomaton(words, { hitsPerCall = 1 << 16 } = {}) {
   }
   const found = Int32Array.from(length.slice(0, skipState));
   const { exports } = new WebAssembly.Instance(findModule(), { m: { mem: memory } });
-  return { find: exports.find, memory, found, nextAt, rowBytes, tablesEnd, hitsPerCall,
-           skip: nextAt + skipState * rowBytes };
+  return { find: exports.find, find2: exports.find2, memory, found, nextAt, rowBytes, tablesEnd,
+           hitsPerCall, skip: nextAt + skipState * rowBytes };
 }
 
 // The start offset (plus base) of the first anchor on each line of bytes that holds one,
 // ascending. bytes must begin at a line start.
 export function findHits(a, bytes, base = 0) {
-  // bytes after the tables, then room for hitsPerCall (end address, state) pairs
+  // bytes after the tables, then room for two lanes of hitsPerCall (end address, state) pairs
   const input = a.tablesEnd, hitsAt = input + ((bytes.length + 7) & ~7);
-  const hitsEnd = hitsAt + a.hitsPerCall * 8;
-  if (a.memory.buffer.byteLength < hitsEnd) a.memory.grow(pages(hitsEnd) - a.memory.buffer.byteLength / 65536);
+  const hitsEnd = hitsAt + a.hitsPerCall * 8, hits2End = hitsEnd + a.hitsPerCall * 8;
+  if (a.memory.buffer.byteLength < hits2End) a.memory.grow(pages(hits2End) - a.memory.buffer.byteLength / 65536);
   new Uint8Array(a.memory.buffer, input, bytes.length).set(bytes);
   const out = [];
-  let from = input, state = a.nextAt;
-  for (;;) {
-    const stop = a.find(from, input + bytes.length, state, hitsAt, hitsEnd, 0, a.skip);
-    const hits = new Int32Array(a.memory.buffer, hitsAt, (stop - hitsAt) / 4);
+  const collect = (from, to) => {
+    const hits = new Int32Array(a.memory.buffer, from, (to - from) / 4);
     for (let k = 0; k < hits.length; k += 2) {
       const end = hits[k] - input, t = (-hits[k + 1] - 1 - a.nextAt) / a.rowBytes;
       out.push(base + end + 1 - a.found[t]);
     }
+  };
+  // Two lanes, the second from the first line start after the middle (a line end sends
+  // the automaton to the root, so no anchor spans the cut). A lane that fills its hit
+  // buffer sends the whole buffer to the one-lane search below, which can resume.
+  const cut = bytes.length >= 2 * TWO_LANES_MIN ? bytes.indexOf(10, bytes.length >> 1) + 1 : 0;
+  if (cut > 0 && cut < bytes.length) {
+    const mid = input + cut, end = input + bytes.length;
+    if (!a.find2(input, mid, mid, end, a.nextAt, a.nextAt, hitsAt, hitsEnd, hitsEnd, hits2End, a.skip, SCRATCH)) {
+      const [i, j, s, t, o, o2] = new Int32Array(a.memory.buffer, SCRATCH, 6);
+      const stopA = a.find(i, mid, s, o, hitsEnd, 0, a.skip);
+      const stopB = a.find(j, end, t, o2, hits2End, 0, a.skip);
+      if (stopA < hitsEnd && stopB < hits2End) {
+        collect(hitsAt, stopA);
+        collect(hitsEnd, stopB);
+        return out;
+      }
+    }
+  }
+  let from = input, state = a.nextAt;
+  for (;;) {
+    const stop = a.find(from, input + bytes.length, state, hitsAt, hitsEnd, 0, a.skip);
+    collect(hitsAt, stop);
     if (stop < hitsEnd) return out;
-    from = hits[hits.length - 2] + 1;     // the buffer filled: go on after its last hit
+    from = new Int32Array(a.memory.buffer, stop - 8, 1)[0] + 1;   // the buffer filled: go on after its last hit
     state = a.skip;
   }
 }
+
+const SCRATCH = 1024;          // 6 words: find2's lanes when it returns
+const TWO_LANES_MIN = 4096;    // a shorter buffer is searched in one lane
 
 const pages = (bytes) => Math.ceil(bytes / 65536);
 
@@ -118,19 +147,58 @@ const FIND_LOOP = [
   0x0b, 0x0b, 0x20, 3, 0x0b,                                // end loop, end block, out, end
 ];
 
+// find2(i, e, j, f, s, t, out, outEnd, out2, out2End, skip, scratch) -> 0, or 1 when a
+// lane's hits filled its buffer. FIND_LOOP for two lanes at once, [i, e) with state s
+// and hits at out, [j, f) with t and out2; it stops when either lane ends and stores
+// i, j, s, t, out, out2 at scratch for find to finish each lane. (classes at 0.)
+//   block  loop
+//     (br_if 1 (i32.ge_u i e))  (br_if 1 (i32.ge_u j f))
+//     (local.set s (i32.load (i32.add s (i32.load (i32.shl (i32.load8_u i) 2)))))
+//     (local.set t (i32.load (i32.add t (i32.load (i32.shl (i32.load8_u j) 2)))))
+//     (if (i32.lt_s s 0) (then store (i, s) at out; out += 8; (if out >= outEnd: return 1); s = skip))
+//     (if (i32.lt_s t 0) (then store (j, t) at out2; out2 += 8; (if out2 >= out2End: return 1); t = skip))
+//     i += 1; j += 1; (br 0)
+//   end  end  store i, j, s, t, out, out2 at scratch; 0
+const lane = (pos, state, out, outEnd, skip) => [
+  0x20, state, 0x41, 0, 0x48, 0x04, 0x40,                   // if state < 0
+  0x20, out, 0x20, pos, 0x36, 2, 0,                         //   store out, pos
+  0x20, out, 0x20, state, 0x36, 2, 4,                       //   store out+4, state
+  0x20, out, 0x41, 8, 0x6a, 0x22, out, 0x20, outEnd, 0x4f,  //   (out += 8) >= outEnd
+  0x04, 0x40, 0x41, 1, 0x0f, 0x0b,                          //   if: return 1
+  0x20, skip, 0x21, state,                                  //   state = skip
+  0x0b,                                                     // end if
+];
+const step = (pos, state) => [
+  0x20, state, 0x20, pos, 0x2d, 0, 0, 0x41, 2, 0x74,        // state, load8_u pos << 2
+  0x28, 2, 0, 0x6a, 0x28, 2, 0, 0x21, state,                // state = load(state + load(class))
+];
+const FIND2_LOOP = [
+  0x02, 0x40, 0x03, 0x40,                                   // block, loop
+  0x20, 0, 0x20, 1, 0x4f, 0x0d, 1,                          // br_if 1 (i >= e)
+  0x20, 2, 0x20, 3, 0x4f, 0x0d, 1,                          // br_if 1 (j >= f)
+  ...step(0, 4), ...step(2, 5),
+  ...lane(0, 4, 6, 7, 10), ...lane(2, 5, 8, 9, 10),
+  0x20, 0, 0x41, 1, 0x6a, 0x21, 0,                          // i += 1
+  0x20, 2, 0x41, 1, 0x6a, 0x21, 2, 0x0c, 0,                 // j += 1; br loop
+  0x0b, 0x0b,                                               // end loop, end block
+  ...[0, 2, 4, 5, 6, 8].flatMap((local, k) => [0x20, 11, 0x20, local, 0x36, 2, 4 * k]),   // scratch
+  0x41, 0, 0x0b,                                            // 0, end
+];
+
 let compiled = null;
 function findModule() {
   if (compiled) return compiled;
   const section = (id, bytes) => [id, ...uleb(bytes.length), ...bytes];
   const name = (s) => [s.length, ...Array.from(s, (c) => c.charCodeAt(0))];
-  const i32 = 0x7f, body = [0, ...FIND_LOOP];               // no locals beyond the params
+  const i32 = 0x7f, body = [0, ...FIND_LOOP], body2 = [0, ...FIND2_LOOP];   // no locals beyond the params
   compiled = new WebAssembly.Module(new Uint8Array([
     0x00, 0x61, 0x73, 0x6d, 1, 0, 0, 0,                     // "\0asm", version 1
-    ...section(1, [1, 0x60, 7, ...Array(7).fill(i32), 1, i32]),   // type: 7 x i32 -> i32
+    ...section(1, [2, 0x60, 7, ...Array(7).fill(i32), 1, i32,        // type 0: 7 x i32 -> i32
+                   0x60, 12, ...Array(12).fill(i32), 1, i32]),       // type 1: 12 x i32 -> i32
     ...section(2, [1, ...name("m"), ...name("mem"), 0x02, 0x00, 1]),   // import memory m.mem
-    ...section(3, [1, 0]),                                  // one function of type 0
-    ...section(7, [1, ...name("find"), 0x00, 0]),           // export it as "find"
-    ...section(10, [1, ...uleb(body.length), ...body]),     // its code
+    ...section(3, [2, 0, 1]),                               // two functions, of types 0 and 1
+    ...section(7, [2, ...name("find"), 0x00, 0, ...name("find2"), 0x00, 1]),   // their exports
+    ...section(10, [2, ...uleb(body.length), ...body, ...uleb(body2.length), ...body2]),   // their code
   ]));
   return compiled;
 }
