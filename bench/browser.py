@@ -11,7 +11,9 @@ Debian's Chromium (Playwright), and measures in one run:
     (Playwright's click and polling added ~0.4 s on 2026-12-04 that no reader waits for;
     that time is printed too);
   * the native CLI on the same file, with one process and with one per core;
-and prints the ratios. Targets (issue 4): ready < 4 s; browser >= half the CLI.
+and prints the ratios. Both sides take their best of two runs (--scans for the page;
+the first scan in a fresh page, the one a reader waits for, is printed too).
+Targets (issue 4): ready < 4 s; browser >= half the CLI.
 
     python bench/browser.py --cold-only
 
@@ -168,6 +170,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--size", default="200M")
     ap.add_argument("--runs", type=int, default=3, help="cold starts to measure")
+    ap.add_argument("--scans", type=int, default=2, help="scans of the log in one page; the best is "
+                    "compared with the CLI's best of two")
     ap.add_argument("--profile", choices=sorted(PROFILES), help="a realistic mix from bench/profiles.py "
                     "(default: bench/loggen.py's mix)")
     ap.add_argument("--cold-only", action="store_true", help="only cold starts: loopback and 10 Mbit/s, "
@@ -217,20 +221,25 @@ def main() -> int:
         idle_rss = renderer_rss()
         sampler = PeakSampler()
         sampler.start()
-        t = time.perf_counter()
-        page.click("[data-testid=diagnose]")
-        page.wait_for_selector("[data-testid=primary]", timeout=600_000)
-        wall = time.perf_counter() - t
+        scans = []   # (page seconds, Python seconds in the main worker, Playwright's wall seconds)
+        for k in range(args.scans):
+            if k:   # the same file again, in the same page
+                page.evaluate("document.querySelector('[data-testid=progress]').removeAttribute('data-seconds')")
+            t = time.perf_counter()
+            page.click("[data-testid=diagnose]")
+            page.wait_for_selector("[data-testid=progress][data-seconds]", timeout=600_000)
+            wall = time.perf_counter() - t
+            scans.append((float(page.get_attribute("[data-testid=progress]", "data-seconds")),
+                          float(page.get_attribute("[data-testid=progress]", "data-engine-seconds")), wall))
         sampler.stop.set()
         sampler.join()
         primary = page.get_attribute("[data-testid=primary]", "data-entry-id")
-        engine_s = float(page.get_attribute("[data-testid=progress]", "data-engine-seconds"))
-        page_s = float(page.get_attribute("[data-testid=progress]", "data-seconds"))
         workers = page.get_attribute("[data-testid=progress]", "data-workers")
         browser.close()
+    page_s, engine_s, wall = min(scans)
     server.shutdown()
 
-    # the CLI's best of two (the page scans once, its first scan: the ratio errs against it)
+    # the CLI's best of two, as the page's
     one = min(cli_seconds(index, log, 1) for _ in range(2))
     many = min(cli_seconds(index, log, cores) for _ in range(2))
     mb = size / 1e6
@@ -238,14 +247,15 @@ def main() -> int:
     print(f"log: {mb:.0f} MB with {', '.join(failures)}; browser primary={primary}")
     print(f"cold start to ready: {', '.join(f'{s:.0f}' for s in starts)} ms "
           f"(median {sorted(starts)[len(starts) // 2]:.0f} ms; target < 4000)")
-    print(f"browser           : {page_s:6.2f} s {b_mbs:7.1f} MB/s ({workers} Pyodide worker(s); "
-          f"Python in the main one: {engine_s:.2f} s; {wall:.2f} s from Playwright's click to its "
-          f"seeing the report)")
+    print(f"browser           : {page_s:6.2f} s {b_mbs:7.1f} MB/s, best of {len(scans)} scans ({workers} Pyodide "
+          f"worker(s); Python in the main one: {engine_s:.2f} s; {wall:.2f} s from Playwright's click to its "
+          f"seeing the report); each scan: {', '.join(f'{s:.2f}' for s, _, _ in scans)} s")
     print(f"browser memory    : renderer processes (page + workers) {idle_rss / 1e6:.0f} MB before the "
           f"scan, peak {sampler.peak / 1e6:.0f} MB during it, for a {mb:.0f} MB file")
     print(f"native CLI, 1 proc: {one:6.2f} s {one_mbs:7.1f} MB/s")
     print(f"native CLI, {cores} procs: {many:6.2f} s {many_mbs:7.1f} MB/s")
-    print(f"ratio browser / CLI: {b_mbs / one_mbs:.2f} (1 proc), {b_mbs / many_mbs:.2f} (all cores); target >= 0.5")
+    print(f"ratio browser / CLI: {b_mbs / one_mbs:.2f} (1 proc), {b_mbs / many_mbs:.2f} (all cores); target >= 0.5"
+          f" (the page's first scan alone: {mb / scans[0][0] / many_mbs:.2f} of all cores)")
     log.unlink()
     return 0
 
