@@ -17,8 +17,7 @@ pytestmark = pytest.mark.browser
 READY_MS = 90_000   # the `origin` and `chromium` fixtures are in conftest.py
 
 
-@pytest.fixture()
-def page(chromium, origin):
+def open_page(chromium, origin):
     # No service worker here: its first-visit download of the whole site would compete with
     # Pyodide in every test (tests/test_diagnoser_ux.py tests it, offline).
     context = chromium.new_context(accept_downloads=True, service_workers="block")
@@ -27,8 +26,33 @@ def page(chromium, origin):
     pg.on("request", lambda r: pg.requests.append(r.url))
     pg.goto(f"{origin}/diagnose/")
     pg.wait_for_selector("[data-testid=status][data-state=ready]", timeout=READY_MS)
+    return context, pg
+
+
+@pytest.fixture()
+def fresh_page(chromium, origin):
+    """A page of its own, from navigation on."""
+    context, pg = open_page(chromium, origin)
     yield pg
     context.close()
+
+
+@pytest.fixture(scope="module")
+def shared_page(chromium, origin):
+    context, pg = open_page(chromium, origin)
+    yield pg
+    context.close()
+
+
+@pytest.fixture()
+def page(shared_page):
+    """One diagnoser page for the tests that give it an input and read the report, as a
+    reader diagnosing one log after another does: each starts with Clear. (A fresh page
+    costs a Pyodide cold start, 8-9 s on this machine on 2026-12-04.)"""
+    shared_page.click("[data-testid=clear]")
+    shared_page.wait_for_selector("[data-testid=status][data-state=ready]", timeout=READY_MS)
+    assert shared_page.locator("#fdx-report > *").count() == 0
+    return shared_page
 
 
 def example(entries, entry_id: str, i: int = 0) -> str:
@@ -121,29 +145,29 @@ def test_gz_input_and_truncated_gz(page, entries, tmp_path):
     assert "truncated" in page.inner_text("[data-testid=notes]")
 
 
-def test_big_log_progress_cancel_and_rescan(page, entries, tmp_path):
+def test_big_log_progress_cancel_and_rescan(fresh_page, entries, tmp_path):
     from bench.loggen import generate
     big = tmp_path / "big.log"
     generate(big, 300 << 20, seed=1, failures=[example(entries, "cuda-out-of-memory")])
-    page.set_input_files("[data-testid=file-input]", [str(big)])
-    page.click("[data-testid=diagnose]")
-    page.wait_for_function(
+    fresh_page.set_input_files("[data-testid=file-input]", [str(big)])
+    fresh_page.click("[data-testid=diagnose]")
+    fresh_page.wait_for_function(
         "() => { const p = document.querySelector('[data-testid=progress]'); return p.value > 0 && p.value < p.max; }",
         timeout=60_000)
-    page.click("[data-testid=cancel]")
-    page.wait_for_selector("[data-testid=status][data-state=cancelled]", timeout=60_000)
-    assert page.locator("[data-testid=primary]").count() == 0
-    page.click("[data-testid=clear]")
-    page.fill("[data-testid=log-input]", example(entries, "torchrun-rendezvous-timeout"))
-    assert diagnose_and_wait(page) == "torchrun-rendezvous-timeout"
+    fresh_page.click("[data-testid=cancel]")
+    fresh_page.wait_for_selector("[data-testid=status][data-state=cancelled]", timeout=60_000)
+    assert fresh_page.locator("[data-testid=primary]").count() == 0
+    fresh_page.click("[data-testid=clear]")
+    fresh_page.fill("[data-testid=log-input]", example(entries, "torchrun-rendezvous-timeout"))
+    assert diagnose_and_wait(fresh_page) == "torchrun-rendezvous-timeout"
 
 
-def test_no_request_leaves_the_origin(page, entries, origin):
-    page.fill("[data-testid=log-input]", example(entries, "cuda-out-of-memory"))
-    diagnose_and_wait(page)
-    page.click("[data-testid=copy-markdown]")
-    assert page.requests, "no requests recorded"
-    foreign = [u for u in page.requests if not (u.startswith(origin + "/") or u.startswith("blob:")
+def test_no_request_leaves_the_origin(fresh_page, entries, origin):
+    fresh_page.fill("[data-testid=log-input]", example(entries, "cuda-out-of-memory"))
+    diagnose_and_wait(fresh_page)
+    fresh_page.click("[data-testid=copy-markdown]")
+    assert fresh_page.requests, "no requests recorded"
+    foreign = [u for u in fresh_page.requests if not (u.startswith(origin + "/") or u.startswith("blob:")
                                                 or u.startswith("data:"))]
     assert foreign == []
 
@@ -170,20 +194,20 @@ def test_works_with_every_other_host_blocked(chromium, origin, entries):
     context.close()
 
 
-def test_markdown_is_redacted_and_share_link_reopens(page, entries, chromium, origin):
+def test_markdown_is_redacted_and_share_link_reopens(fresh_page, entries, chromium, origin):
     log = ("[rank0]: started on gpu-a17.cluster.example.com"
            + "\nhostname=gpu-a17.cluster.example.com /home/alice/train.py HF_TOKEN=hf_" + "a" * 30
            + "\ntorch.distributed.elastic.rendezvous.api.RendezvousTimeoutError\n")
-    page.fill("[data-testid=log-input]", log)
-    diagnose_and_wait(page)
-    page.click("[data-testid=copy-markdown]")
-    md = page.input_value("[data-testid=markdown-text]")
+    fresh_page.fill("[data-testid=log-input]", log)
+    diagnose_and_wait(fresh_page)
+    fresh_page.click("[data-testid=copy-markdown]")
+    md = fresh_page.input_value("[data-testid=markdown-text]")
     assert "RendezvousTimeoutError" in md and "<user-1>" in md
     for secret in ("alice", "gpu-a17", "hf_aaaa"):
         assert secret not in md
-    page.click("[data-testid=share]")
-    page.wait_for_function("() => document.querySelector('[data-testid=share-url]').value !== ''")
-    url = page.input_value("[data-testid=share-url]")
+    fresh_page.click("[data-testid=share]")
+    fresh_page.wait_for_function("() => document.querySelector('[data-testid=share-url]').value !== ''")
+    url = fresh_page.input_value("[data-testid=share-url]")
     assert url.startswith(f"{origin}/diagnose/#share=")
     other = chromium.new_page()
     other.goto(url)
@@ -370,8 +394,11 @@ def test_first_move_is_on_the_first_screen_and_commands_are_not_under_the_copy_b
     below = {name: [] for name in sizes}
     clipped = {name: [] for name in sizes}
     # no service worker: its first-visit download of the whole site would compete with
-    # the page loads (tests/test_diagnoser_ux.py tests it)
+    # the page loads (tests/test_diagnoser_ux.py tests it); no search index either: each
+    # page load would fetch it and build Material's lunr index in a worker, which lays out
+    # nothing (0.6 -> 0.4 s a page on 2026-12-04)
     context = chromium.new_context(viewport=sizes["desktop"], device_scale_factor=1, service_workers="block")
+    context.route("**/search/search_index.json", lambda route: route.abort())
     pg = context.new_page()
     order = ["desktop", "phone"]
     for e in sorted(entries, key=lambda e: e.id):
@@ -424,8 +451,8 @@ def test_first_move_is_on_the_first_screen_and_commands_are_not_under_the_copy_b
 
 
 def test_browser_anchor_search_finds_what_the_cli_finds(page, index, root, tmp_path):
-    # The worker hands the anchor search to JavaScript's regex engine (faildex.scan.
-    # set_hit_finder); every candidate line, hence every finding, must be the CLI's.
+    # The worker hands the anchor search to web/anchors.mjs (faildex.scan.set_hit_finder);
+    # every candidate line, hence every finding, must be the CLI's.
     from faildex import diagnose
     logs = sorted((root / "tests" / "corpus" / "dev").glob("*.log"))
     mixed = tmp_path / "mixed.log"
