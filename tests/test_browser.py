@@ -66,6 +66,24 @@ def diagnose_and_wait(page, timeout: int = 120_000) -> str:
     return page.get_attribute("[data-testid=primary]", "data-entry-id")
 
 
+def test_workers_start_from_the_builds_snapshot_and_without_it(chromium, origin, real_site, entries):
+    # generator/pyodide_snapshot.mjs: Pyodide's memory with the engine imported, gzip'd
+    manifest = json.loads((real_site.site / "assets" / "faildex" / "manifest.json").read_text())
+    snapshot = real_site.site / "assets" / "faildex" / manifest["snapshot"]
+    assert snapshot.read_bytes()[:2] == b"\x1f\x8b" and len(gzip.decompress(snapshot.read_bytes())) > 10 << 20
+    for blocked in (False, True):
+        context = chromium.new_context(service_workers="block")
+        if blocked:   # a host that lost the file: the plain start, and the same engine
+            context.route(f"**/{manifest['snapshot']}", lambda route: route.fulfill(status=404))
+        pg = context.new_page()
+        pg.goto(f"{origin}/diagnose/")
+        pg.wait_for_selector("[data-testid=status][data-state=ready]", timeout=READY_MS)
+        assert pg.get_attribute("[data-testid=status]", "data-snapshot") == ("0" if blocked else "1")
+        pg.fill("[data-testid=log-input]", example(entries, "cuda-out-of-memory"))
+        assert diagnose_and_wait(pg) == "cuda-out-of-memory"
+        context.close()
+
+
 def test_page_has_a_strict_csp_and_violates_nothing(chromium, origin):
     context = chromium.new_context()
     pg = context.new_page()

@@ -164,6 +164,7 @@ function onWorker(msg) {
   if (msg.type === "ready") {
     ready = true;
     $("#fdx-status").dataset.readyMs = msg.ms;
+    $("#fdx-status").dataset.snapshot = msg.snapshot ? "1" : "0";   // started from the build's snapshot
     if (queued) {
       queued = false;
       run();
