@@ -93,7 +93,7 @@ def prepare():
     # One small scan of made-up lines, most healthy and some holding anchors: a worker
     # started from the snapshot has run none of the engine's WebAssembly, and V8 compiles
     # a function for speed only once it has run a while. Measured 2026-12-04 on a 105 MB
-    # NCCL log dropped 3 s after the workers were ready: first scan 0.98 -> 0.89 s
+    # log of bench/profiles.py's nccl-info dropped 3 s after the workers were ready: first scan 0.98 -> 0.89 s
     # (median of 4 pages; the second scan 0.76-0.78 s either way).
     healthy = b"\\n".join(b"[rank%d]:[2026-12-04 10:00:00] step %d loss 2.31 lr 1e-4 grad_norm 0.9" % (i % 8, i)
                          for i in range(40000))
