@@ -7,6 +7,7 @@ the remaining text.
 """
 from __future__ import annotations
 
+import json
 import re
 from datetime import datetime, timezone
 
@@ -69,12 +70,53 @@ def _day_epoch(month: int, day: int, clock: str, year: int = 2000) -> float | No
         return None
 
 
+# A log shipper's JSON line (Fluent Bit, Vector, Docker's json-file, Loki exports): the
+# line itself is one of these keys, the origin is in the others.
+_JSON_TEXT = ("log", "message", "msg", "line", "MESSAGE")
+_JSON_HOST = ("host", "hostname", "node", "pod", "pod_name", "_HOSTNAME", "kubernetes_pod_name")
+_JSON_TIME = ("time", "timestamp", "@timestamp", "ts")
+
+
+def _unwrap_json(text: str, meta: dict) -> str | None:
+    """The message of a shipper's JSON line, with its host and time put in meta; None when
+    the line is no such object."""
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(obj, dict):
+        return None
+    body = next((obj[k] for k in _JSON_TEXT if isinstance(obj.get(k), str)), None)
+    if body is None:
+        return None
+    k8s = obj.get("kubernetes")
+    host = next((obj[k] for k in _JSON_HOST if isinstance(obj.get(k), str)), None)
+    if host is None and isinstance(k8s, dict) and isinstance(k8s.get("pod_name"), str):
+        host = k8s["pod_name"]
+    if host:
+        meta["host"] = host
+    ts = next((obj[k] for k in _JSON_TIME if isinstance(obj.get(k), str)), None)
+    if ts:
+        m = _K8S_TS.match(ts + " ") or _ISO.match(ts)
+        if m and m.group("ts"):
+            epoch = _iso_epoch(m.group("ts"), m.group("tz"))
+            if epoch is not None:
+                meta["ts"] = epoch
+    return body.rstrip("\r\n")
+
+
 def parse_prefix(text: str) -> tuple[dict, str]:
     """Return ({ts, rank, local_rank, host, pid, device, level}, rest of the line).
     A rank read from the message rather than a launcher's prefix has rank_from "word",
-    or "group" when it is the rank within a process group that ProcessGroupNCCL prints."""
+    or "group" when it is the rank within a process group that ProcessGroupNCCL prints;
+    an `srun -l` task number is `task` (and the rank, rank_from "task", unless a
+    torchrun prefix inside names the rank). A shipper's JSON line is read as its message."""
     meta: dict = {}
     rest = text
+    if text[:2] == '{"' and text.rstrip().endswith("}"):
+        body = _unwrap_json(text, meta)
+        if body is not None:
+            rest = body
     for _ in range(6):  # prefixes nest a few levels at most
         m = _K8S_TS.match(rest)
         if m and "ts" not in meta:
@@ -93,6 +135,11 @@ def parse_prefix(text: str) -> tuple[dict, str]:
             continue
         m = _TORCHRUN.match(rest)
         if m:
+            # inside `srun -l`, torchrun's prefix names the rank; the task number is then
+            # the node's agent, not a rank
+            by_task = meta.get("rank_from") == "task"
+            if by_task:
+                del meta["rank"], meta["rank_from"]
             if m.group("rank") is not None:
                 meta.setdefault("rank", int(m.group("rank")))
             else:
@@ -100,8 +147,11 @@ def parse_prefix(text: str) -> tuple[dict, str]:
             rest = rest[m.end():]
             continue
         m = _SRUN.match(rest)
-        if m and not rest[m.end():m.end() + 1].isdigit():
-            meta.setdefault("rank", int(m.group("rank")))
+        if m and not rest[m.end():m.end() + 1].isdigit() and "task" not in meta:
+            # `srun -l`: the task number, which is the rank when srun starts the ranks itself
+            meta["task"] = int(m.group("rank"))
+            if "rank" not in meta:
+                meta["rank"], meta["rank_from"] = meta["task"], "task"
             rest = rest[m.end():]
             continue
         m = _GLOG.match(rest)
@@ -132,6 +182,8 @@ def parse_prefix(text: str) -> tuple[dict, str]:
         meta.setdefault("host", m.group("host"))
         meta.setdefault("pid", int(m.group("pid")))
         meta["device"] = int(m.group("dev"))
+    if meta.get("rank_from") == "task" and "local_rank" in meta:
+        del meta["rank"], meta["rank_from"]
     if "rank" not in meta:
         m = _RANK_WORD.search(rest, 0, 200)
         if m:

@@ -23,6 +23,11 @@ The rules (constants below, same names):
   BASELINE_SEEN     -0.30  with --baseline: the line also appears in the good run
   BASELINE_NEW      +0.05  ... it never does
   UNORDERED         x0.80  another independent failure, and time cannot order the two
+  OTHER_RANK        x0.50  the job model (job.py) names the rank that failed first, and
+                           every line of this cause comes from other ranks
+  JOB_HANG           0.75  the job model finds a rank that went silent while the others
+                           waited or lost it: the hang entry (JOB_HANG_ENTRY), on the
+                           others' lines; a report of a failure elsewhere is then collateral
   DOWNSTREAM_ONLY   x0.66, at most 0.60: the best match is a downstream report
   NEAREST_MAX        0.25  no signature decided but the log shows an error: entries
                            whose messages resemble the log's error and finding lines,
@@ -39,7 +44,8 @@ from functools import cmp_to_key
 
 from .context import HOW_TO_GET, SOFTWARE_FACT, SOFTWARE_NAME
 from .lines import shape
-from .suspects import find as find_suspects
+from . import job as jobmodel
+from .suspects import find as find_suspects, source_rank
 
 REPORT_FORMAT = 1
 MAX_EVIDENCE = 12
@@ -54,6 +60,8 @@ VERSION_INSIDE, VERSION_OUTSIDE = 0.05, -0.35
 AGREES, DISAGREES, POINTED_AT = 0.05, -0.25, 0.10
 BASELINE_SEEN, BASELINE_NEW = -0.30, 0.05
 UNORDERED = 0.80
+OTHER_RANK = 0.50
+JOB_HANG, JOB_HANG_ENTRY = 0.75, "collective-hang-one-rank-stuck"
 DOWNSTREAM_ONLY, DOWNSTREAM_CAP = 0.66, 0.60
 CONTENDERS = 0.30          # causes within this of the best are ordered by time
 NEAREST_MAX, NEAREST_MIN_SIMILARITY = 0.25, 0.08
@@ -595,7 +603,19 @@ def build_report(index: dict, sources: list, baseline: list | None = None, artif
         rule_baseline(c, baseline_shapes)
     rule_pointed_at(g.cands, pointed)
 
+    verdict = job_verdict(index, sources, g)
+    hang = rule_job(scored, g, verdict, sources, entries)
+    if hang is not None:
+        scored.append(hang)
     primary, alternatives, collateral, vetoed = rank(scored, g.facts, missing, sources)
+    top = verdict["suspects"][0] if verdict["suspects"] else None
+    if (primary is not None and top is not None and top["kind"] in ("crashed", "named") and primary.tier > 0
+            and not any(_from_rank(f, top["rank"], sources) for f in primary.evidence)):
+        # a report of a failure elsewhere, while the job model names the rank that failed on
+        # its own (with an error no entry knows): the report is collateral, not the headline
+        primary.add("", 0.0, f"A consequence of rank {top['rank']}'s own failure")
+        collateral.insert(0, primary)
+        primary = None
     if primary is not None:
         # entries seen only through their collateral lines (what a failure prints elsewhere)
         for c in sorted(g.cands.values(), key=lambda c: c.id):
@@ -703,8 +723,94 @@ def build_report(index: dict, sources: list, baseline: list | None = None, artif
                               "new_events": [{k: e[k] for k in ("source", "line", "text", "shape")}
                                              for e in new_events[:50]],
                               "new_event_count": len(new_events)}
-    report["suspects"] = find_suspects(report, sources, artifacts, index)
+    report["suspects"] = find_suspects(report, sources, artifacts, index, verdict["suspects"])
+    report["job"] = verdict["job"]
+    report["verdict"] = _verdict(report, verdict)
     return report
+
+
+def job_verdict(index: dict, sources: list, g: Gathered) -> dict:
+    """The job model's answer (job.decide) for these inputs: who started it."""
+    downstream = set()
+    for c in g.cands.values():
+        for f in c.collateral + (c.defining + c.supporting if c.tier > 0 else []):
+            downstream.add((f["source"], f["line"]))
+    several = len(sources) > 1
+    ranks = {}
+    for s in sources:
+        if several and not s.job.agent:
+            r = source_rank(s, True)
+            if r is not None:
+                ranks[s.order] = r
+    world = None
+    ws = g.facts.get("world_size")
+    if ws is not None and str(ws).isdigit():
+        world = int(ws)
+    # a cause's defining lines; when no cause has one, its supporting lines (what the
+    # primary would be built on)
+    causes = [dict(f, entry=c.id) for c in g.cands.values() if c.tier == 0 for f in c.defining]
+    if not causes:
+        causes = [dict(f, entry=c.id) for c in g.cands.values() if c.tier == 0 for f in c.supporting]
+    return jobmodel.decide([s.job for s in sources], ranks, downstream, world, set(g.ranks), causes)
+
+
+def _from_rank(f: dict, rank: int, sources: list) -> bool:
+    if "rank" in f:
+        return f["rank"] == rank
+    src = next((s for s in sources if s.name == f["source"]), None)
+    return src is not None and len(sources) > 1 and source_rank(src, True) == rank
+
+
+def _known_rank(f: dict, sources: list) -> bool:
+    if "rank" in f:
+        return True
+    src = next((s for s in sources if s.name == f["source"]), None)
+    return src is not None and len(sources) > 1 and source_rank(src, True) is not None
+
+
+def rule_job(scored: list, g: Gathered, verdict: dict, sources: list, entries: dict):
+    """OTHER_RANK and JOB_HANG: the job model's rank steers which cause heads the report.
+    Returns a new candidate for the hang entry when the job model found a silent rank."""
+    if not verdict["suspects"]:
+        return None
+    top = verdict["suspects"][0]
+    r = top["rank"]
+    if top["kind"] in ("crashed", "named"):
+        for c in scored:
+            ev = c.defining or c.supporting
+            if (c.tier == 0 and ev and all(_known_rank(f, sources) for f in ev)
+                    and not any(_from_rank(f, r, sources) for f in ev)):
+                c.factor *= OTHER_RANK
+                c.add("OTHER_RANK", 0.0, f"Only seen on ranks other than rank {r}, which failed first")
+        return None
+    if top["kind"] not in ("missing", "exited") or JOB_HANG_ENTRY not in entries:
+        return None
+    c = g.cands.get(JOB_HANG_ENTRY) or Candidate(JOB_HANG_ENTRY, entries[JOB_HANG_ENTRY])
+    ev = [e for e in top["evidence"] if e.get("line")]
+    by_name = {s.name: s for s in sources}
+    for e in ev:
+        f = dict(e, order=by_name[e["source"]].order if e["source"] in by_name else 0, facts={},
+                 entry=JOB_HANG_ENTRY, signature="job-model", strength="defining", before=[], after=[])
+        c.defining.append(f)
+    if not c.defining:
+        return None
+    c.parts = [p for p in c.parts if p[0] != "DEFINING"]
+    c.add("JOB_HANG", JOB_HANG, f"Rank {r} {'stopped' if top['kind'] == 'missing' else 'left'} while the "
+                                f"others waited for it ({top['why']})")
+    c.count = max(c.count, len(ev))
+    g.cands[JOB_HANG_ENTRY] = c
+    return c if c not in scored else None
+
+
+def _verdict(report: dict, verdict: dict) -> str | None:
+    """The report's first sentence: who started it (the job model), else what (the primary)."""
+    if verdict.get("verdict"):
+        return verdict["verdict"]
+    top = report["suspects"][0] if report.get("suspects") else None
+    if top is not None:
+        where = f" on {top['host']}" if top.get("host") else ""
+        return f"Rank {top['rank']}{where} is the first suspect: {top['why']}."
+    return None
 
 
 def _range_text(a: dict) -> str:

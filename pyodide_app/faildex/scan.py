@@ -17,6 +17,7 @@ import re
 
 from . import context
 from .lines import fold, parse_prefix, strip_ansi
+from .job import JOB_ANCHORS, JobLines
 from .suspects import FRAME_BYTES, SCAN_ANCHORS, HangLines
 
 WINDOW = 4096            # bytes kept on each side of a hit inside a very long line
@@ -60,7 +61,7 @@ class Plan:
     def __init__(self, index: dict, baseline_mode: bool = False):
         passes = [(k.encode(), [a.encode() for a in group]) for k, group in index["passes"]]
         # lines the suspects need (suspects.HangLines) that no signature may anchor
-        extra = [a for a in SCAN_ANCHORS if a not in index["anchors"]]
+        extra = [a for a in SCAN_ANCHORS + JOB_ANCHORS if a not in index["anchors"]]
         if baseline_mode:
             extra += [a for a in BASELINE_ANCHORS if a not in index["anchors"] and a not in extra]
         extra += [a for a in TRACE_MARKERS if a not in index["anchors"] and a not in extra]
@@ -233,6 +234,9 @@ class Source:
         # watchdog / collective-timeout lines, for suspects; a range that starts inside
         # the input may start with the frames of a stack from the range before
         self.hang = HangLines(lead=offset > 0)
+        # the job model's events: origins, launcher reports, exits, restarts (job.py)
+        self.job = JobLines(name, order)
+        self._job_next = 0       # the line number the job model follows next (0: none)
 
     # ------------------------------------------------------------ input
 
@@ -324,6 +328,8 @@ class Source:
         if self.hang.wants_following():
             # a stack header's frames go on in this buffer
             self._follow(buf, 1 if self.ended_cr and buf[:1] == b"\n" else 0, end, final)
+        if self._job_next and self.job.wants_following():
+            self._follow_job(buf, 1 if self.ended_cr and buf[:1] == b"\n" else 0, end, final, self.lines + 1)
         # Context (versions, launcher) from every line near the start of the input.
         if self.offset + self.bytes - len(buf) < HEAD_BYTES:
             self._head(buf, end)
@@ -463,6 +469,11 @@ class Source:
                 self._follow(buf, stop + (2 if buf[stop:stop + 2] == b"\r\n" else 1), self._end, self._final)
             else:
                 self.hang.stop_following()     # a header cut by the window or the input's end
+        if self.job.add(text, meta, rest, line_no):
+            # a traceback waits for its exception line, a launcher report for its fields
+            if buf[stop:stop + 1] in (b"\n", b"\r") and line_no >= self.job.seen_to:
+                self._follow_job(buf, stop + (2 if buf[stop:stop + 2] == b"\r\n" else 1), self._end,
+                                 self._final, line_no + 1)
         where = None
         tried: set[int] = set()
         for a in anchors:
@@ -517,6 +528,34 @@ class Source:
                 return
             hang.add_frame(buf[pos:stop].decode("utf-8", "replace"))
             pos = stop + (2 if buf[stop:stop + 2] == b"\r\n" else 1)
+
+    def _follow_job(self, buf: bytes, pos: int, end: int, final: bool, line_no: int) -> None:
+        """Give the job model the lines of buf[pos:end] (pos at the start of line line_no)
+        while it wants them; when the buffer ends first, the next buffer goes on (_scan)."""
+        job = self.job
+        self._job_next = 0
+        while job.wants_following():
+            if pos >= end:
+                if final:
+                    job.stop_following()
+                else:
+                    self._job_next = line_no
+                return
+            stop = _line_end(buf, pos, min(end, pos + WINDOW))
+            job.follow(buf[pos:stop].decode("utf-8", "replace"), line_no)
+            if stop >= end:
+                if final:
+                    job.stop_following()
+                else:
+                    self._job_next = line_no + 1
+                return
+            line_no += 1
+            nxt = stop + (2 if buf[stop:stop + 2] == b"\r\n" else 1)
+            if buf[stop:stop + 1] not in (b"\n", b"\r"):
+                # a line longer than the window: skip to its end
+                e = _line_end(buf, stop, end)
+                nxt = e + (2 if buf[e:e + 2] == b"\r\n" else 1)
+            pos = nxt
 
     def _where(self, line_no, text, meta) -> dict:
         w = {"source": self.name, "order": self.order, "line": line_no, "text": text[:1000]}
@@ -792,6 +831,7 @@ def merge_ranges(parts: list[Source]) -> Source:
         head.pending = part.pending
         shift = head.lines
         head.hang.merge(part.hang, shift)
+        head.job.merge(part.job, shift)
         for kept in part.findings.values():
             for f in kept:
                 f["line"] += shift

@@ -16,10 +16,13 @@ import re
 from . import frdump, stacks
 
 # In order of how specifically each kind names what the rank did wrong; a rank named by
-# several kinds of evidence is listed once, under the first of its kinds here. A mismatch
-# comes before a crash: with Gloo the rank that aborts ("Received data size doesn't
-# match") is the one that received the odd rank's bigger tensor (tests/data/hang/dtype).
-KINDS = ("op-mismatch", "size-mismatch", "dtype-mismatch", "crashed", "late", "missing", "behind")
+# several kinds of evidence is listed once, under the first of its kinds here. A line that
+# names the rank (a monitored barrier, the collective-mismatch check) comes first. A mismatch
+# comes before a crash: with Gloo the rank that aborts ("Received data size doesn't match")
+# is the one that received the odd rank's bigger tensor (tests/data/hang/dtype). Within a
+# kind, the job model's order (earliest first) holds.
+KINDS = ("named", "op-mismatch", "size-mismatch", "dtype-mismatch", "crashed", "late", "missing", "exited",
+         "behind", "launcher")
 MAX_LINES = 4096          # hang lines kept per input
 MAX_SUSPECTS = 64
 MAX_EVIDENCE = 6
@@ -257,12 +260,16 @@ def is_artifact(head: bytes) -> str | None:
     return None
 
 
-def find(report: dict, sources: list, artifacts: Artifacts | None = None, index: dict | None = None) -> list[dict]:
-    """The suspects of a report, from its logs and any dumps; sorted, plain data."""
-    found = from_logs(report, sources, index or {})
+def find(report: dict, sources: list, artifacts: Artifacts | None = None, index: dict | None = None,
+         decided: list | None = None) -> list[dict]:
+    """The suspects of a report: the job model's (decided, job.decide), then what the hang
+    lines, flight-recorder and stack dumps add; one per rank, sorted, plain data."""
+    found = from_logs(report, sources, index or {}, crashed=next(
+        (s["rank"] for s in decided or [] if s["kind"] == "crashed"), None))
     if artifacts is not None:
         found += frdump.analyze(artifacts.fr)
         found += stacks.analyze(artifacts.stacks)
+    found = [dict(s, evidence=list(s["evidence"]), order=n) for n, s in enumerate(decided or [])] + found
     hosts = _hosts(sources)
     # One suspect per rank: the most specific kind names it, every reason is kept. A rank
     # within a process group is another rank than the global rank of the same number.
@@ -284,7 +291,10 @@ def find(report: dict, sources: list, artifacts: Artifacts | None = None, index:
         if "host" not in s and rank in hosts and scope == "global":
             s["host"] = hosts[rank]
         out.append(s)
-    out.sort(key=lambda s: (KINDS.index(s["kind"]), s["rank_scope"] != "global", s["rank"], s.get("pg", "")))
+    out.sort(key=lambda s: (KINDS.index(s["kind"]), s.get("order", MAX_SUSPECTS), s["rank_scope"] != "global",
+                            s["rank"], s.get("pg", "")))
+    for s in out:
+        s.pop("order", None)
     return out[:MAX_SUSPECTS]
 
 
@@ -298,7 +308,7 @@ def _hosts(sources: list) -> dict[int, str]:
     return hosts
 
 
-def _source_rank(src, one_of_several: bool = True) -> int | None:
+def source_rank(src, one_of_several: bool = True) -> int | None:
     """The one rank an input belongs to: a single rank in its lines, else its file name
     when it is one of several inputs (one log per rank): the trailing number of a lone
     log's name ("learner-killed-137.log") is no rank."""
@@ -309,26 +319,10 @@ def _source_rank(src, one_of_several: bool = True) -> int | None:
     return None
 
 
-def from_logs(report: dict, sources: list, index: dict) -> list[dict]:
+def from_logs(report: dict, sources: list, index: dict, crashed: int | None = None) -> list[dict]:
+    """What the watchdog and collective-timeout lines say (crashed: the rank the job
+    model found failing on its own, which the waiting ranks' lines do not name again)."""
     suspects: list[dict] = []
-    primary = report.get("primary")
-    crashed = None
-    entry = index.get("entries", {}).get(primary["id"], {}) if primary else {}
-    if primary and primary.get("first_seen") and not entry.get("downstream") and not _is_hang_report(primary):
-        first = primary["first_seen"]
-        rank = first.get("rank")
-        if rank is None:
-            src = next((s for s in sources if s.name == first["source"]), None)
-            rank = _source_rank(src, len(sources) > 1) if src is not None else None
-        if rank is not None:
-            crashed = rank
-            s = {"rank": rank, "kind": "crashed",
-                 "why": f"rank {rank} failed first ({primary['id']}); the other ranks' errors and "
-                        f"timeouts are collateral",
-                 "evidence": [{"source": first["source"], "line": first["line"], "text": first["text"]}]}
-            if "host" in first:
-                s["host"] = first["host"]
-            suspects.append(s)
 
     items: list[dict] = []
     seen_ranks: set = set()
@@ -337,7 +331,7 @@ def from_logs(report: dict, sources: list, index: dict) -> list[dict]:
         hang = getattr(src, "hang", None)
         if hang is None:
             continue
-        own = _source_rank(src, len(sources) > 1)
+        own = source_rank(src, len(sources) > 1)
         seen_ranks |= set(src.ranks)
         if own is not None:
             seen_ranks.add(own)
@@ -544,12 +538,6 @@ def _frame_ev(it: dict) -> dict:
             f = g
             break
     return {"source": it["source"], "line": f["at"], "text": f["text"]}
-
-
-def _is_hang_report(primary: dict) -> bool:
-    """A primary that is itself the waiting (a timeout) names no culprit rank."""
-    text = primary.get("first_seen", {}).get("text", "")
-    return any(k in text for k in _KEYS)
 
 
 def _ev(it: dict) -> dict:

@@ -1,0 +1,742 @@
+"""The job model: where each line came from, what the launcher reported, and which
+rank started the failure.
+
+The scan gives every input a JobLines (Source.job). It reads the lines the job model
+needs (a traceback's header and, following it, that traceback's exception line; the
+launcher's failure report; exits, restarts, lines that name a rank) and keeps them as
+small events, each with its origin: global rank where a prefix or the file name says
+it, local rank, host/pod, the stream (input and `srun -l` task or pod) and the restart
+attempt. Nothing is kept per healthy line.
+
+decide() reads the events of every input once, after the scan, and answers "who
+started it" by causality, in this order:
+  named      a line that names the rank (monitoredBarrier, a collective-mismatch check)
+  crashed    a rank's own error (not a report of a peer's failure) or death by a signal,
+             the earliest first, in the first restart attempt that failed
+  silent     no own error anywhere: the rank that printed no collateral while the others
+             timed out waiting (stuck) or lost their peer (it left)
+  launcher   torchrun's "Root Cause (first observed failure)", when nothing else decides
+and says when the launcher's Root Cause block names a rank that was only a victim.
+
+Sources of the formats (PyTorch 2.13, read in the installed package):
+  torch/distributed/elastic/multiprocessing/errors/__init__.py  _FAILURE_FORMAT_TEMPLATE,
+      _MSG_FORMAT_TEMPLATE ("Failures:", "Root Cause (first observed failure):")
+  torch/distributed/elastic/multiprocessing/api.py:1003  "failed (exitcode: %s) local_rank: %s
+      (pid: %s) of binary: %s" (one line per failed attempt of an agent)
+  torch/distributed/elastic/agent/server/api.py:944  "[%s] Worker group %s. %s/%s attempts
+      left; will restart worker group" (INFO)
+  libtorch_cpu ProcessGroupGloo/Wrapper: "Rank N failed to pass monitoredBarrier in T ms",
+      "Detected mismatch between collectives on ranks. Rank A is running collective: ...,
+      but Rank B is running collective: ..."
+"""
+from __future__ import annotations
+
+import re
+
+from .lines import parse_prefix, strip_ansi
+
+MAX_EVENTS = 20000          # events kept per input
+TRACEBACK_LINES = 400       # lines read after a traceback header for its exception line
+BLOCK_LINES = 16384         # lines of one launcher failure report read at most
+FOLLOW_BUDGET = 400_000     # lines followed per input in all
+
+# Lines the job model reads that no signature may anchor: the scan adds them to its
+# anchors (scan.Plan), like suspects.SCAN_ANCHORS. The traceback header is a
+# scan.TRACE_MARKERS word already.
+JOB_ANCHORS = ("failed (exitcode:", "Root Cause (first observed failure)", "ChildFailedError",
+               "attempts left", "failed to pass monitoredBarrier", "is running collective:",
+               "srun: error:", "Fatal Python error:", "terminate called after throwing")
+
+_EXIT = re.compile(r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local>\d+) \(pid: \d+\)")
+_RESTART = re.compile(r"Worker group (?P<state>[A-Z]+)\. (?P<left>\d+)/(?P<max>\d+) attempts left")
+_BLOCK_HEAD = re.compile(r"^(?:Failures:|Root Cause \(first observed failure\):)\s*$")
+_FIELD = re.compile(r"^\s{1,4}(?P<key>time|host|rank|exitcode|error_file|traceback)\s*: ?(?P<value>.*)$")
+_ITEM = re.compile(r"^\[(?P<n>\d+)\]:\s*$")
+_RANK_FIELD = re.compile(r"(?P<rank>-?\d+) \(local_rank: (?P<local>-?\d+)\)")
+_CODE_FIELD = re.compile(r"(?P<code>-?\d+)(?: \(pid: \d+\))?\s*(?:\((?P<signal>SIG[A-Z0-9]+)\))?")
+_BARRIER = re.compile(r"\bRanks? (?P<ranks>\d+(?:, ?\d+)*) failed to pass monitoredBarrier")
+_MISMATCH = re.compile(r"Rank (?P<a>\d+) is running collective: (?P<fa>CollectiveFingerPrint\([^)]*\))?"
+                       r".{0,400}?but Rank (?P<b>\d+) is running collective: (?P<fb>CollectiveFingerPrint\([^)]*\))?")
+_OPTYPE = re.compile(r"OpType=(?P<op>\w+)")
+_SRUN_EXIT = re.compile(r"srun: error: (?P<host>[\w.-]+): tasks? (?P<tasks>[\d,-]+): "
+                        r"(?:Exited with exit code (?P<code>\d+)|(?P<how>Killed|Terminated|Segmentation fault|"
+                        r"Aborted|Bus error))")
+_FATAL = re.compile(r"^Fatal Python error: (?P<what>.{1,120})")
+# The last line of a Python traceback: "pkg.mod.Name: message" or a bare "Name".
+_EXC_LINE = re.compile(r"^(?P<name>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Failure|"
+                       r"Timeout|Fault|Abort|Exception\w*)|(?:[A-Za-z_]\w*\.)*[A-Z]\w*)(?::\s?(?P<msg>.*))?$")
+_TB_HEAD = "Traceback (most recent call last)"
+# libstdc++'s verbose terminate handler: "terminate called after throwing an instance of 'T'"
+# and, on the next line, "  what():  <message>"
+_TERMINATE = re.compile(r"terminate called after throwing an instance of '(?P<type>[^']{1,200})'")
+_LOGDIR = re.compile(r"(?:^|[/\\])attempt_(?P<attempt>\d+)[/\\](?P<local>\d+)[/\\](?:stdout|stderr|error)\b")
+_SIGNALS = {"SIGKILL": -9, "SIGSEGV": -11, "SIGABRT": -6, "SIGBUS": -7, "SIGTERM": -15, "SIGINT": -2,
+            "SIGHUP": -1, "SIGFPE": -8, "SIGILL": -4, "SIGUSR1": -10, "SIGUSR2": -12}
+_SIGNAL_NAMES = {v: k for k, v in _SIGNALS.items()}
+
+# What a rank prints because a peer failed (the peer's death, a timeout waiting for it,
+# the agent's termination): never the rank's own failure. Each text is how PyTorch 2.x,
+# Gloo or NCCL prints it (gloo/transport/tcp/pair.cc, unbound_buffer.cc; ProcessGroupNCCL.cpp;
+# TCPStore.cpp; elastic's SignalException). Entries marked downstream in the index count too
+# (decide: `downstream_lines`).
+PEER_GONE = ("Connection closed by peer", "Connection reset by peer", "Read error [", "Broken pipe",
+             "failed to recv, got 0 bytes", "remote process exited", "Socket closed", "EOF",
+             "NCCL communicator was aborted", "Connection refused", "connectFullMesh failed")
+WAITED = ("Timed out waiting", "Watchdog caught collective operation timeout", "Socket Timeout",
+          "timed out after", "wait timeout", "Timeout waiting for key", "collective operation timeout",
+          "failed to pass monitoredBarrier")
+TERMINATED = ("SignalException", "Signal 15 (SIGTERM)", "received signal SIGTERM", "KeyboardInterrupt")
+
+
+class JobLines:
+    """Per-input collector of the job model's events (plain data, merged across ranges)."""
+
+    def __init__(self, name: str, order: int):
+        self.name = name
+        self.order = order
+        self.events: list[dict] = []
+        self.dropped = 0
+        self.attempts: dict = {}       # stream -> restart attempts seen so far
+        self.open_tb: dict = {}        # origin -> the traceback event waiting for its exception line
+        self.block: dict | None = None  # the launcher report being read
+        self.seen_to = 0               # lines up to here were read by following
+        self.budget = FOLLOW_BUDGET
+        self.agent = False             # a torchrun agent's own lines are in this input
+        m = _LOGDIR.search(name)
+        # torchrun --log-dir: <dir>/<run_id>/attempt_<N>/<local_rank>/stdout.log
+        self.logdir = {"attempt": int(m.group("attempt")), "local_rank": int(m.group("local"))} if m else None
+
+    # ------------------------------------------------------------ scanning
+
+    def add(self, text: str, meta: dict, rest: str, line_no: int) -> bool:
+        """A candidate line of the scan; True when the lines after it should be followed
+        (given one by one to follow())."""
+        if line_no <= self.seen_to:
+            return self.wants_following()
+        self._take(text, meta, rest, line_no)
+        return self.wants_following()
+
+    def wants_following(self) -> bool:
+        return self.budget > 0 and (bool(self.open_tb) or self.block is not None)
+
+    def follow(self, raw: str, line_no: int) -> None:
+        """The next line after what add() or the last follow() was given."""
+        self.budget -= 1
+        self.seen_to = line_no
+        text = strip_ansi(raw).rstrip("\r\n")
+        meta, rest = parse_prefix(text)
+        self._take(text, meta, rest, line_no)
+        # a traceback open too long is given up: its header stands as the error
+        for key in [k for k, e in self.open_tb.items() if line_no - e["line"] > TRACEBACK_LINES]:
+            del self.open_tb[key]
+
+    def stop_following(self) -> None:
+        self.open_tb.clear()
+        self.block = None
+
+    def _stream(self, meta: dict):
+        return meta.get("task", meta.get("host"))
+
+    def _origin(self, meta: dict) -> dict:
+        o = {"stream": self._stream(meta)}
+        if "rank" in meta and meta.get("rank_from") not in ("word", "group", "task"):
+            o["rank"] = meta["rank"]
+        elif "rank" in meta and meta.get("rank_from") == "task":
+            o["task_rank"] = meta["rank"]   # `srun -l` task number: a rank when srun runs the ranks
+        if "local_rank" in meta:
+            o["local_rank"] = meta["local_rank"]
+        if "host" in meta:
+            o["host"] = meta["host"]
+        if "ts" in meta:
+            o["ts"] = meta["ts"]
+        return o
+
+    def _event(self, kind: str, meta: dict, line_no: int, text: str, **extra) -> dict | None:
+        if len(self.events) >= MAX_EVENTS:
+            self.dropped += 1
+            return None
+        e = {"kind": kind, "source": self.name, "order": self.order, "line": line_no, "text": text[:500]}
+        e.update(self._origin(meta))
+        stream = e["stream"]
+        e["attempt"] = self.logdir["attempt"] if self.logdir else self.attempts.get(stream, 0)
+        e.update(extra)
+        self.events.append(e)
+        return e
+
+    def _take(self, text: str, meta: dict, rest: str, line_no: int) -> None:
+        body = rest.strip()
+        block = self.block
+        if block is not None:
+            if self._block_line(block, body, meta, line_no):
+                return
+        if _TB_HEAD in rest:
+            key = self._key(meta)
+            if key not in self.open_tb:
+                e = self._event("error", meta, line_no, text, exc=None, msg=None, traceback=True)
+                if e is not None:
+                    self.open_tb[key] = e
+            return
+        if "ChildFailedError" in rest:
+            self.agent = True
+            wrapper = self.open_tb.pop(self._key(meta), None)
+            if wrapper is not None:
+                wrapper["kind"] = "agent-traceback"   # the launcher's own traceback, no rank's error
+            s = self._stream(meta)
+            # the final report belongs to the last attempt, which ended with the exit line before it
+            self.block = {"stream": s, "meta": meta, "section": None, "item": None, "lines": 0,
+                          "attempt": max(self.attempts.get(s, 1) - 1, 0)}
+            return
+        m = _TERMINATE.search(rest) if "terminate called" in rest else None
+        if m:
+            e = self._event("error", meta, line_no, text, exc=m.group("type"), msg=None, native=True)
+            if e is not None:
+                self.open_tb[self._key(meta)] = e
+            return
+        if self.open_tb:
+            key = self._key(meta)
+            e = self.open_tb.get(key)
+            if e is not None and e.get("native"):
+                if body.startswith("what():"):
+                    e.update(msg=body[7:].strip()[:300], what_line=line_no)
+                del self.open_tb[key]
+                return
+            # a launcher prefix ("[rank2]: ") leaves one space before the message
+            lead = rest[1:] if rest[:1] == " " and rest is not text else rest
+            if e is not None and lead[:1] not in (" ", "\t") and body:
+                m = _EXC_LINE.match(body)
+                if m and not body.startswith(("File ", "During handling", "The above exception")):
+                    e.update(line=line_no, text=text[:500], exc=m.group("name").rsplit(".", 1)[-1],
+                             msg=(m.group("msg") or "")[:300], header_line=e["line"])
+                    for k in ("ts",):
+                        if k in meta:
+                            e[k] = meta[k]
+                    del self.open_tb[key]
+                    return
+        if "failed (exitcode:" in rest:
+            m = _EXIT.search(rest)
+            if m:
+                self.agent = True
+                self._event("exit", meta, line_no, text, exitcode=int(m.group("code")),
+                            local_rank=int(m.group("local")))
+                # the agent saw this attempt fail: what follows in its stream is the next one
+                # (a restart) or the final report
+                s = self._stream(meta)
+                self.attempts[s] = self.attempts.get(s, 0) + 1
+                self._event("attempt-end", meta, line_no, text, ended=self.attempts[s] - 1)
+            return
+        if "attempts left" in rest:
+            if _RESTART.search(rest):
+                self.agent = True
+            return
+        if "monitoredBarrier" in rest:
+            m = _BARRIER.search(rest)
+            if m:
+                self._event("named", meta, line_no, text, how="monitoredBarrier",
+                            ranks=[int(x) for x in re.split(r", ?", m.group("ranks"))])
+            return
+        if "is running collective:" in rest:
+            m = _MISMATCH.search(rest)
+            if m:
+                ops = {}
+                for r, fp in ((m.group("a"), m.group("fa")), (m.group("b"), m.group("fb"))):
+                    op = _OPTYPE.search(fp or "")
+                    ops[int(r)] = (op.group("op") if op else (fp or "?"))[:80]
+                self._event("mismatch", meta, line_no, text, ops=ops)
+            return
+        if "srun: error:" in rest:
+            m = _SRUN_EXIT.search(rest)
+            if m:
+                self._event("srun-exit", meta, line_no, text, host=m.group("host"), tasks=m.group("tasks"),
+                            exitcode=int(m.group("code")) if m.group("code") else None, how=m.group("how"))
+            return
+        m = _FATAL.match(body)
+        if m:
+            self._event("fatal", meta, line_no, text, what=m.group("what"))
+
+    def _key(self, meta: dict):
+        return (self._stream(meta), meta.get("rank") if meta.get("rank_from") not in ("word", "group") else None,
+                meta.get("local_rank"))
+
+    def _block_line(self, block: dict, body: str, meta: dict, line_no: int) -> bool:
+        """A line of torchrun's failure report; False when the report has ended."""
+        block["lines"] += 1
+        if block["lines"] > BLOCK_LINES:
+            self.block = None
+            return False
+        if _BLOCK_HEAD.match(body):
+            block["section"] = "root" if body.startswith("Root") else "failures"
+            block["item"] = None
+            return True
+        if block["section"] is None:
+            # the title ("train.py FAILED") and rules before the first section
+            return len(body) < 300
+        m = _ITEM.match(body)
+        if m:
+            block["item"] = self._event("report", block["meta"], line_no, f"[{m.group('n')}]:",
+                                        section=block["section"])
+            if block["item"] is not None:
+                block["item"]["attempt"] = block["attempt"]
+                block["item"]["stream"] = block["stream"]
+            return True
+        m = _FIELD.match(body if not body.startswith(("time", "host", "rank", "exit", "error_file", "traceback"))
+                         else "  " + body)
+        item = block["item"]
+        if m and item is not None:
+            key, value = m.group("key"), m.group("value").strip()
+            if key == "rank":
+                r = _RANK_FIELD.match(value)
+                if r:
+                    item["rank"], item["local_rank"] = int(r.group("rank")), int(r.group("local"))
+                    item["line"], item["text"] = line_no, body[:500]
+            elif key == "exitcode":
+                c = _CODE_FIELD.match(value)
+                if c:
+                    item["exitcode"] = int(c.group("code"))
+                    if c.group("signal"):
+                        item["signal"] = c.group("signal")
+            elif key == "host":
+                item["report_host"] = value[:200]
+            elif key == "time":
+                item["time"] = value[:40]
+            elif key == "traceback":
+                item["traceback"] = value[:300]
+            return True
+        if body.startswith("===") and block["section"] == "root":
+            self.block = None
+            return True
+        if body.startswith(("---", "===")) or not body:
+            return True
+        # the traceback field of a Python failure goes on over several indented lines
+        if item is not None and "traceback" in item and body and len(item["traceback"]) < 2000:
+            item["traceback"] += "\n" + body[:300]
+            return True
+        self.block = None
+        return False
+
+    # ------------------------------------------------------------ ranges
+
+    def merge(self, other: "JobLines", shift: int) -> None:
+        """Append the events of the next range of the same input. A traceback whose
+        exception line is in the next range keeps its header as the error."""
+        room = max(MAX_EVENTS - len(self.events), 0)
+        for e in other.events[:room]:
+            c = dict(e, line=e["line"] + shift)
+            if "header_line" in e:
+                c["header_line"] = e["header_line"] + shift
+            c["attempt"] = e["attempt"] + (self.attempts.get(e.get("stream"), 0) if not self.logdir else 0)
+            self.events.append(c)
+        self.dropped += other.dropped + max(len(other.events) - room, 0)
+        for s, n in other.attempts.items():
+            self.attempts[s] = self.attempts.get(s, 0) + n
+        self.agent = self.agent or other.agent
+        self.open_tb, self.block = other.open_tb, other.block
+
+
+# ---------------------------------------------------------------- deciding
+
+
+def _ranks_text(ranks) -> str:
+    ranks = sorted(ranks)
+    if not ranks:
+        return ""
+    spans, start, prev = [], ranks[0], ranks[0]
+    for r in ranks[1:] + [None]:
+        if r is not None and r == prev + 1:
+            prev = r
+            continue
+        spans.append(f"{start}" if start == prev else (f"{start},{prev}" if prev == start + 1 else f"{start}-{prev}"))
+        if r is not None:
+            start = prev = r
+    return ("rank " if len(ranks) == 1 else "ranks ") + ",".join(spans)
+
+
+def _short(e: dict) -> str:
+    if e.get("exc"):
+        msg = e.get("msg") or ""
+        return f"{e['exc']}: {msg[:140]}" if msg else e["exc"]
+    if e["kind"] == "fatal":
+        return f"Fatal Python error: {e['what']}"
+    return e["text"][:160]
+
+
+def _is_collateral(text: str) -> str | None:
+    """'peer' (its peer went away), 'waited' (it timed out waiting), 'terminated' or None."""
+    if any(k in text for k in TERMINATED):
+        return "terminated"
+    if any(k in text for k in WAITED):
+        return "waited"
+    if any(k in text for k in PEER_GONE):
+        return "peer"
+    return None
+
+
+class _Resolver:
+    """Global rank and host of an event: its own prefix, else its stream's launcher report
+    ((stream, local rank) -> rank), else the input's file name (one log per rank) or its
+    --log-dir path, else, with one agent, the local rank."""
+
+    def __init__(self, jobs: list[JobLines], source_ranks: dict):
+        self.local_map: dict = {}       # (stream, local_rank) -> (rank, host)
+        self.hosts: dict = {}           # rank -> host
+        self.source_ranks = source_ranks
+        streams_with_agent = set()
+        self.torchrun_streams = set()
+        for j in jobs:
+            for e in j.events:
+                if e["kind"] == "report" and "rank" in e:
+                    key = (e["order"], e.get("stream"), e.get("local_rank"))
+                    self.local_map.setdefault(key, e["rank"])
+                if e["kind"] in ("report", "exit", "attempt-end"):
+                    streams_with_agent.add((e["order"], e.get("stream")))
+                if "local_rank" in e and e["kind"] not in ("report", "exit"):
+                    self.torchrun_streams.add((e["order"], e.get("stream")))
+                if e.get("rank") is not None and e["kind"] not in ("report",):
+                    self.torchrun_streams.add((e["order"], e.get("stream")))
+        self.one_agent = len({s for _, s in streams_with_agent}) <= 1
+        self.logdir_roots = {j.name.split("attempt_")[0] for j in jobs if j.logdir}
+
+    def rank(self, e: dict):
+        if e.get("rank") is not None and e["kind"] != "report":
+            return e["rank"]
+        if e["kind"] == "report":
+            return e.get("rank")
+        key = (e["order"], e.get("stream"), e.get("local_rank"))
+        if e.get("local_rank") is not None:
+            if key in self.local_map:
+                return self.local_map[key]
+            if self.one_agent:
+                return e["local_rank"]
+        r = self.source_ranks.get(e["order"])
+        if r is not None:
+            return r
+        if e.get("task_rank") is not None and (e["order"], e.get("stream")) not in self.torchrun_streams:
+            return e["task_rank"]
+        return None
+
+
+def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, world: int | None = None,
+           extra_ranks: set = frozenset(), causes: list | None = None) -> dict:
+    """The job model's answer: {"suspects": [...], "job": {...}, "verdict": str} (plain data).
+
+    jobs: every input's JobLines; source_ranks: input order -> the rank a per-rank input
+    belongs to; downstream_lines: (source, line) of lines the index files under a report
+    of a failure elsewhere (a downstream or wrapper entry); causes: the lines where a cause
+    entry's defining signature matched ({source, order, line, text, entry, rank?, ts?}),
+    each the own failure of the rank that printed it."""
+    res = _Resolver(jobs, source_ranks)
+    events = []
+    ends: dict = {}        # (order, stream) -> lines where an attempt ended
+    for j in jobs:
+        for e in j.events:
+            e = dict(e)
+            if j.logdir and e.get("local_rank") is None and e.get("rank") is None:
+                e["local_rank"] = j.logdir["local_rank"]
+            e["grank"] = res.rank(e)
+            events.append(e)
+            if e["kind"] == "attempt-end":
+                ends.setdefault((e["order"], e.get("stream")), []).append(e["line"])
+    logdir = {j.order: j.logdir for j in jobs if j.logdir}
+    for f in causes or []:
+        # a cause's line is the own failure of the rank that printed it, in the attempt its
+        # stream was in then
+        meta = {k: f[k] for k in ("rank", "local_rank", "host", "ts") if k in f}
+        stream = f.get("task", f.get("host"))
+        e = {"kind": "error", "source": f["source"], "order": f["order"], "line": f["line"], "text": f["text"][:500],
+             "stream": stream, "exc": None, "msg": None, "entry": f["entry"], **meta}
+        if f["order"] in logdir:
+            e["attempt"] = logdir[f["order"]]["attempt"]
+            e.setdefault("local_rank", logdir[f["order"]]["local_rank"])
+        else:
+            e["attempt"] = sum(1 for x in ends.get((f["order"], stream), ()) if x < f["line"])
+        e["grank"] = res.rank(e)
+        if e["grank"] is not None:
+            events.append(e)
+    agent = any(j.agent for j in jobs)
+    reports = [e for e in events if e["kind"] == "report" and e.get("grank") is not None]
+    for e in reports:
+        h = e.get("host") or (e["stream"] if isinstance(e.get("stream"), str) else None)
+        if h:
+            res.hosts.setdefault(e["grank"], h)
+    for e in events:
+        if e.get("grank") is not None and e.get("host"):
+            res.hosts.setdefault(e["grank"], e["host"])
+
+    known = {e["grank"] for e in events if e.get("grank") is not None} | set(extra_ranks)
+    if world:
+        known |= set(range(world))
+    # attempts: the restart rounds seen; the first one with a failure is where it started
+    attempts = sorted({e["attempt"] for e in events})
+    failed_attempts = sorted({e["attempt"] for e in events if e["kind"] in ("error", "fatal", "named", "mismatch")
+                              or (e["kind"] in ("exit", "report") and e.get("exitcode"))
+                              or (e["kind"] == "srun-exit")})
+    job = {"attempts": (max(attempts) + 1) if attempts else 1, "ranks": [], "world_size": world,
+           "launcher_root_cause": None, "agent": agent}
+    root = [e for e in reports if e["section"] == "root"]
+    if root:
+        r = root[-1]
+        job["launcher_root_cause"] = {k: r[k] for k in ("grank", "exitcode", "signal", "report_host", "time",
+                                                          "source", "line", "text", "attempt") if k in r}
+        job["launcher_root_cause"]["rank"] = job["launcher_root_cause"].pop("grank")
+    out = {"suspects": [], "job": job, "verdict": None}
+    if not failed_attempts:
+        job["ranks"] = _rank_rows(events, known, None, res)
+        return out
+    first = failed_attempts[0]
+    now = [e for e in events if e["attempt"] == first]
+    later = [e for e in events if e["attempt"] > first]
+    job["initiating_attempt"] = first
+
+    def collateral(e) -> str | None:
+        if (e["source"], e["line"]) in downstream_lines:
+            return _is_collateral(e["text"]) or "peer"
+        return _is_collateral(e["text"] + " " + (e.get("msg") or ""))
+
+    own: dict[int, dict] = {}         # rank -> its first own failure (error, fatal, signal)
+    coll: dict[int, dict] = {}        # rank -> its first collateral error
+    exits: dict[int, dict] = {}       # rank -> its exit as the launcher reported it
+    for e in now:
+        r = e.get("grank")
+        if e["kind"] == "report" and r is not None:
+            if "exitcode" in e:
+                exits.setdefault(r, e)
+            continue
+        if e["kind"] == "exit" and r is not None:
+            exits.setdefault(r, e)
+            continue
+        if r is None or e["kind"] not in ("error", "fatal"):
+            continue
+        # a cause entry's own line is no report of a peer, whatever else the line also fits
+        how = collateral(e) if e["kind"] == "error" and not e.get("entry") else None
+        if how:
+            e["collateral"] = how
+            coll.setdefault(r, e)
+        elif r not in own or _by_time([e, own[r]])[0] is e:
+            own[r] = e
+    # the final report belongs to the last attempt: its exit codes say nothing of the first
+    # attempt unless it is the first
+    for r, e in exits.items():
+        code = e.get("exitcode")
+        if code is not None and code < 0 and code != -15 and r not in own:
+            sig = e.get("signal") or _SIGNAL_NAMES.get(code, f"signal {-code}")
+            own[r] = dict(e, kind="signal", signal=sig)
+    for e in now:
+        if e["kind"] == "srun-exit" and e.get("how") in ("Segmentation fault", "Aborted", "Bus error", "Killed"):
+            pass   # a node's task: no rank unless srun runs the ranks; reported in the job facts
+
+    suspects: list[dict] = []
+    # 1. a line names the rank
+    named: dict[int, list] = {}
+    for e in now:
+        if e["kind"] == "named":
+            for r in e["ranks"]:
+                named.setdefault(r, []).append(e)
+    votes: dict[int, dict] = {}
+    for e in now:
+        if e["kind"] == "mismatch":
+            for r, op in e["ops"].items():
+                votes.setdefault(r, {}).setdefault(op, 0)
+                votes[r][op] += 1
+    if len(votes) >= 2:
+        ops = {r: max(v, key=v.get) for r, v in votes.items()}
+        counts: dict = {}
+        for op in ops.values():
+            counts[op] = counts.get(op, 0) + 1
+        if len(counts) > 1:
+            usual = max(counts, key=lambda o: (counts[o], o))
+            if counts[usual] * 2 > len(ops) or len(ops) > 2:
+                ev = [e for e in now if e["kind"] == "mismatch"]
+                for r in sorted(ops):
+                    if ops[r] != usual:
+                        named.setdefault(r, []).extend(ev[:2])
+    for r, evs in sorted(named.items()):
+        how = evs[0].get("how", "collective-mismatch check")
+        suspects.append(_suspect(r, "named", res, evs[:2],
+                                 f"rank {r} is named by {'a monitored barrier' if how == 'monitoredBarrier' else 'the collective-mismatch check'} "
+                                 f"({evs[0]['text'][:160].strip()})"))
+    # 2. own failures, earliest first
+    if own:
+        ordered = _by_time(list(own.values()))
+        lead = ordered[0]
+        tied = [e for e in ordered[1:] if _unordered(lead, e)]
+        others = sorted(set(coll) - set(own))
+        for e in ordered:
+            r = e["grank"]
+            if r in named:
+                continue
+            what = _short(e) if e["kind"] != "signal" else f"killed by {e['signal']} (exit code {e.get('exitcode')})"
+            tail = ""
+            if e is lead and others:
+                verb = _collateral_verb(coll, others)
+                tail = f"; {_ranks_text(others)} then {verb}"
+            why = (f"rank {r} failed first, on its own ({what})" if e is lead and not tied else
+                   f"rank {r} failed on its own ({what})") + tail
+            if e is not lead and not _unordered(lead, e):
+                why += f", after rank {lead['grank']}"
+            suspects.append(_suspect(r, "crashed", res, [e], why))
+    # 3. nobody failed on their own: the rank that went silent while the others waited or lost it
+    if not own and not named:
+        waiting = {r for r, e in coll.items() if e["collateral"] == "waited"}
+        lost = {r for r, e in coll.items() if e["collateral"] == "peer"}
+        reporters = waiting | lost
+        ended_alone = {r for r, e in exits.items() if e.get("exitcode") not in (None, -15)}
+        terminated = {r for r, e in exits.items() if e.get("exitcode") == -15}
+        listed = set(exits)
+        candidates = []
+        if reporters:
+            silent = sorted(known - reporters)
+            if waiting and not lost:
+                # they timed out: the one they waited for was alive, still running or stuck
+                pick = [r for r in silent if r in terminated or r not in listed]
+                kind, why = "stuck", "printed no timeout while {others} timed out waiting in a collective"
+            else:
+                # they lost a peer: it ended first; a rank that exited without any error left early
+                pick = ([r for r in silent if r not in listed and agent] or
+                        [r for r in silent if r in ended_alone] or [r for r in silent if r not in terminated])
+                kind, why = "left", "ended without an error of its own while {others} lost their connection to it"
+            candidates = pick if pick else []
+            for r in candidates[:8]:
+                others = _ranks_text(sorted(reporters))
+                ev = [coll[o] for o in sorted(reporters)[:2]]
+                if r in exits:
+                    ev = [exits[r]] + ev
+                suspects.append(_suspect(r, "missing" if kind == "stuck" else "exited", res, ev,
+                                         f"rank {r} " + why.format(others=others)
+                                         + (f" (the launcher reports exit code {exits[r].get('exitcode')})"
+                                            if r in exits and exits[r].get("exitcode") is not None else
+                                            (" (the launcher lists no failure for it)" if agent and r not in listed
+                                             else ""))))
+        if not candidates and not reporters:
+            # every failing rank's own lines are hidden (--local-ranks-filter, no per-rank logs)
+            failed = sorted(r for r, e in exits.items() if e.get("exitcode") not in (None, 0, -15))
+            rc = job["launcher_root_cause"]
+            if rc and rc.get("rank") is not None:
+                suspects.append(_suspect(rc["rank"], "launcher", res, [dict(rc, grank=rc["rank"])],
+                                         f"torchrun's Root Cause block names rank {rc['rank']} (exit code "
+                                         f"{rc.get('exitcode')}); the rank's own lines are not in these logs"))
+            elif len(failed) == 1:
+                suspects.append(_suspect(failed[0], "launcher", res, [exits[failed[0]]],
+                                         f"rank {failed[0]} is the only rank the launcher reports failing"))
+    # the launcher's verdict, as evidence
+    rc = job["launcher_root_cause"]
+    if suspects and rc and rc.get("rank") is not None:
+        top = suspects[0]
+        if rc["rank"] != top["rank"] and rc.get("attempt", 0) == first:
+            top["why"] += (f"; torchrun's Root Cause block names rank {rc['rank']}, which "
+                           + ("only " + ("timed out waiting" if coll.get(rc["rank"], {}).get("collateral") == "waited"
+                                         else "lost its peer") if rc["rank"] in coll else "failed later")
+                           + " (a victim)")
+            job["launcher_names_victim"] = True
+        elif rc["rank"] != top["rank"]:
+            top["why"] += (f"; torchrun's Root Cause block describes the last attempt (#{rc.get('attempt', 0)}), "
+                           f"not the first one that failed")
+    if later and suspects:
+        kinds = sorted({_short(e)[:80] for e in later if e["kind"] in ("error", "fatal") and not _is_collateral(e["text"])})
+        job["later_attempts"] = {"attempts": sorted({e["attempt"] for e in later}),
+                                 "errors": kinds[:4]}
+    if len(suspects) > 1 and suspects[0]["kind"] == "crashed" and suspects[1]["kind"] == "crashed":
+        a, b = own.get(suspects[0]["rank"]), own.get(suspects[1]["rank"])
+        if a and b and _unordered(a, b):
+            job["undecided"] = [suspects[0]["rank"], suspects[1]["rank"]]
+    out["suspects"] = suspects
+    job["ranks"] = _rank_rows(events, known, first, res, own, coll, exits)
+    out["verdict"] = _verdict(suspects, job, coll, own)
+    return out
+
+
+def _collateral_verb(coll: dict, others: list) -> str:
+    kinds = {coll[r]["collateral"] for r in others if r in coll}
+    if kinds == {"waited"}:
+        return "timed out waiting"
+    if kinds == {"terminated"}:
+        return "were stopped by the launcher"
+    return "lost their connection to it" if "peer" in kinds else "failed waiting for it"
+
+
+def _by_time(evs: list[dict]) -> list[dict]:
+    def key(e):
+        ts = e.get("ts")
+        return (ts is None, ts or 0, e["order"], e["line"])
+    # within one input the line order is the truth; across inputs only timestamps order
+    return sorted(evs, key=key)
+
+
+def _unordered(a: dict, b: dict) -> bool:
+    if a["order"] == b["order"]:
+        return False
+    return a.get("ts") is None or b.get("ts") is None
+
+
+def _suspect(rank: int, kind: str, res: _Resolver, evs: list[dict], why: str) -> dict:
+    s = {"rank": rank, "kind": kind, "why": why, "source": "job",
+         "evidence": [{"source": e["source"], "line": e["line"], "text": e["text"][:500]} for e in evs if e][:4]}
+    if evs and evs[0].get("attempt"):
+        s["attempt"] = evs[0]["attempt"]
+    host = res.hosts.get(rank)
+    if host:
+        s["host"] = host
+    return s
+
+
+def _rank_rows(events, known, attempt, res, own=None, coll=None, exits=None) -> list[dict]:
+    """One row per rank of the initiating attempt: its first own error, what it reported
+    of its peers, its exit."""
+    own, coll, exits = own or {}, coll or {}, exits or {}
+    rows = []
+    for r in sorted(known)[:4096]:
+        row = {"rank": r}
+        if r in res.hosts:
+            row["host"] = res.hosts[r]
+        if r in own:
+            e = own[r]
+            row["state"] = "failed"
+            row["error"] = _short(e) if e["kind"] != "signal" else f"killed by {e['signal']}"
+            row["at"] = {"source": e["source"], "line": e["line"]}
+        elif r in coll:
+            e = coll[r]
+            row["state"] = {"waited": "timed out", "peer": "lost a peer", "terminated": "stopped"}[e["collateral"]]
+            row["error"] = _short(e)
+            row["at"] = {"source": e["source"], "line": e["line"]}
+        else:
+            row["state"] = "no error"
+        if r in exits and exits[r].get("exitcode") is not None:
+            row["exit"] = exits[r]["exitcode"]
+            if exits[r].get("signal"):
+                row["signal"] = exits[r]["signal"]
+        rows.append(row)
+    return rows
+
+
+def _verdict(suspects: list[dict], job: dict, coll: dict, own: dict) -> str | None:
+    """One sentence: who started it, and what the others did."""
+    if not suspects:
+        return None
+    top = suspects[0]
+    where = f" on {top['host']}" if top.get("host") else ""
+    att = job.get("initiating_attempt", 0)
+    attempt = f" in restart attempt {att}" if att else (" in the first attempt" if job["attempts"] > 1 else "")
+    others = sorted(r for r in coll if r != top["rank"])
+    if job.get("undecided"):
+        a, b = job["undecided"][:2]
+        return (f"Ranks {a} and {b} both failed on their own{attempt} and the logs cannot order them "
+                f"(no timestamps): start with rank {a}.")
+    if top["kind"] == "crashed":
+        e = own.get(top["rank"])
+        what = (_short(e) if e and e["kind"] != "signal" else
+                f"killed by {e['signal']}" if e else "an error")
+        s = f"Rank {top['rank']}{where} failed first{attempt} ({what})"
+        if others:
+            s += f"; {_ranks_text(others)} then {_collateral_verb(coll, others)}"
+    elif top["kind"] == "missing":
+        s = f"Rank {top['rank']}{where} stopped responding{attempt}: {_ranks_text(others)} timed out waiting for it"
+    elif top["kind"] == "exited":
+        s = f"Rank {top['rank']}{where} ended{attempt} without an error of its own: {_ranks_text(others)} then lost their connection to it"
+    elif top["kind"] == "named":
+        s = f"Rank {top['rank']}{where} is the one the job's own check names{attempt}: {top['why']}"
+    else:
+        s = f"Rank {top['rank']}{where} is the rank the launcher names as the first failure{attempt}; its own lines are not in these logs"
+    if job.get("launcher_names_victim"):
+        s += f" (torchrun's Root Cause block names rank {job['launcher_root_cause']['rank']}, a victim)"
+    later = job.get("later_attempts")
+    if later:
+        s += f"; the restarts then failed too ({', '.join(later['errors'][:2]) or 'see the later attempts'})"
+    return s + "."
