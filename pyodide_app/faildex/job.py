@@ -84,7 +84,7 @@ PEER_GONE = ("Connection closed by peer", "Connection reset by peer", "Read erro
              "NCCL communicator was aborted", "Connection refused", "connectFullMesh failed")
 WAITED = ("Timed out waiting", "Watchdog caught collective operation timeout", "Socket Timeout",
           "timed out after", "wait timeout", "Timeout waiting for key", "collective operation timeout",
-          "failed to pass monitoredBarrier")
+          "failed to pass monitoredBarrier", "due to a collective timeout")
 TERMINATED = ("SignalException", "Signal 15 (SIGTERM)", "received signal SIGTERM", "KeyboardInterrupt")
 
 
@@ -415,14 +415,15 @@ class _Resolver:
 
 
 def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, world: int | None = None,
-           extra_ranks: set = frozenset(), causes: list | None = None) -> dict:
+           extra_ranks: set = frozenset(), causes: list | None = None, waiting_ranks: set = frozenset()) -> dict:
     """The job model's answer: {"suspects": [...], "job": {...}, "verdict": str} (plain data).
 
     jobs: every input's JobLines; source_ranks: input order -> the rank a per-rank input
     belongs to; downstream_lines: (source, line) of lines the index files under a report
     of a failure elsewhere (a downstream or wrapper entry); causes: the lines where a cause
     entry's defining signature matched ({source, order, line, text, entry, rank?, ts?}),
-    each the own failure of the rank that printed it."""
+    each the own failure of the rank that printed it; waiting: ranks that the watchdog or
+    collective-timeout lines show waiting (suspects.HangLines)."""
     res = _Resolver(jobs, source_ranks)
     events = []
     ends: dict = {}        # (order, stream) -> lines where an attempt ended
@@ -506,7 +507,8 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
         if r is None or e["kind"] not in ("error", "fatal"):
             continue
         # a cause entry's own line is no report of a peer, whatever else the line also fits
-        how = collateral(e) if e["kind"] == "error" and not e.get("entry") else None
+        how = (None if e["kind"] != "error" else
+               _is_collateral(e["text"]) if e.get("entry") else collateral(e))
         if how:
             e["collateral"] = how
             coll.setdefault(r, e)
@@ -575,14 +577,15 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
             suspects.append(_suspect(r, "crashed", res, [e], why))
     # 3. nobody failed on their own: the rank that went silent while the others waited or lost it
     if not own and not named:
-        waiting = {r for r, e in coll.items() if e["collateral"] == "waited"}
+        waiting = {r for r, e in coll.items() if e["collateral"] == "waited"} | set(waiting_ranks)
         lost = {r for r, e in coll.items() if e["collateral"] == "peer"}
-        reporters = waiting | lost
+        reporters = waiting | lost | (set(waiting_ranks) - set(own))
         ended_alone = {r for r, e in exits.items() if e.get("exitcode") not in (None, -15)}
         terminated = {r for r, e in exits.items() if e.get("exitcode") == -15}
         listed = set(exits)
         candidates = []
-        if reporters:
+        # most ranks must report the wait: a lone waiting rank may be in a subgroup of its own
+        if reporters and len(reporters) * 2 > len(known):
             silent = sorted(known - reporters)
             if waiting and not lost:
                 # they timed out: the one they waited for was alive, still running or stuck
@@ -596,7 +599,7 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
             candidates = pick if pick else []
             for r in candidates[:8]:
                 others = _ranks_text(sorted(reporters))
-                ev = [coll[o] for o in sorted(reporters)[:2]]
+                ev = [coll[o] for o in sorted(reporters) if o in coll][:2]
                 if r in exits:
                     ev = [exits[r]] + ev
                 suspects.append(_suspect(r, "missing" if kind == "stuck" else "exited", res, ev,

@@ -751,7 +751,9 @@ def job_verdict(index: dict, sources: list, g: Gathered) -> dict:
     causes = [dict(f, entry=c.id) for c in g.cands.values() if c.tier == 0 for f in c.defining]
     if not causes:
         causes = [dict(f, entry=c.id) for c in g.cands.values() if c.tier == 0 for f in c.supporting]
-    return jobmodel.decide([s.job for s in sources], ranks, downstream, world, set(g.ranks), causes)
+    waiting = {it["rank"] for s in sources for it in s.hang.items
+               if it.get("rank_scope") == "global" and it["kind"] in ("watchdog", "gloo", "peer-gone", "progress")}
+    return jobmodel.decide([s.job for s in sources], ranks, downstream, world, set(g.ranks), causes, waiting)
 
 
 def _from_rank(f: dict, rank: int, sources: list) -> bool:
