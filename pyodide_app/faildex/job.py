@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import re
 
-from .lines import parse_prefix, strip_ansi
+from .lines import fold, parse_prefix, strip_ansi
 
 MAX_EVENTS = 20000          # events kept per input
 TRACEBACK_LINES = 400       # lines read after a traceback header for its exception line
@@ -221,8 +221,8 @@ class JobLines:
                 # the agent saw this attempt fail: what follows in its stream is the next one
                 # (a restart) or the final report
                 s = self._stream(meta)
+                e = self._event("attempt-end", meta, line_no, text)
                 self.attempts[s] = self.attempts.get(s, 0) + 1
-                self._event("attempt-end", meta, line_no, text, ended=self.attempts[s] - 1)
             return
         if "attempts left" in rest:
             if _RESTART.search(rest):
@@ -466,7 +466,8 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
     if world:
         known |= set(range(world))
     # attempts: the restart rounds seen; the first one with a failure is where it started
-    attempts = sorted({e["attempt"] for e in events})
+    # a restart shows as a rank's lines, an exit or a report after an attempt ended
+    attempts = sorted({e["attempt"] for e in events if e["kind"] in ("error", "fatal", "exit", "report")})
     failed_attempts = sorted({e["attempt"] for e in events if e["kind"] in ("error", "fatal", "named", "mismatch")
                               or (e["kind"] in ("exit", "report") and e.get("exitcode"))
                               or (e["kind"] == "srun-exit")})
@@ -484,7 +485,7 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
         return out
     first = failed_attempts[0]
     now = [e for e in events if e["attempt"] == first]
-    later = [e for e in events if e["attempt"] > first]
+    later = [e for e in events if e["attempt"] > first and e["kind"] in ("error", "fatal", "exit", "report")]
     job["initiating_attempt"] = first
 
     def collateral(e) -> str | None:
@@ -633,7 +634,10 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
             top["why"] += (f"; torchrun's Root Cause block describes the last attempt (#{rc.get('attempt', 0)}), "
                            f"not the first one that failed")
     if later and suspects:
-        kinds = sorted({_short(e)[:80] for e in later if e["kind"] in ("error", "fatal") and not _is_collateral(e["text"])})
+        kinds = []
+        for e in later:
+            if e["kind"] in ("error", "fatal") and e.get("exc") and _short(e)[:80] not in kinds:
+                kinds.append(_short(e)[:80])
         job["later_attempts"] = {"attempts": sorted({e["attempt"] for e in later}),
                                  "errors": kinds[:4]}
     if len(suspects) > 1 and suspects[0]["kind"] == "crashed" and suspects[1]["kind"] == "crashed":
@@ -741,5 +745,44 @@ def _verdict(suspects: list[dict], job: dict, coll: dict, own: dict) -> str | No
         s += f" (torchrun's Root Cause block names rank {job['launcher_root_cause']['rank']}, a victim)"
     later = job.get("later_attempts")
     if later:
-        s += f"; the restarts then failed too ({', '.join(later['errors'][:2]) or 'see the later attempts'})"
+        n = len(later["attempts"])
+        s += (f"; {'the restart' if n == 1 else f'{n} restarts'} then failed too"
+              + (f" ({later['errors'][0]})" if later["errors"] else ""))
     return s + "."
+
+
+MAX_ROWS = 24     # timeline rows shown; ranks in the same state are one row
+
+
+def timeline(job: dict, lead: int | None = None) -> list[dict]:
+    """The per-rank timeline as the reader sees it, one row per run of ranks in the same
+    state (same host, state, error shape and exit): a 512-rank job whose 509 waiting ranks
+    printed the same timeout is one row. The rank that started it is its own row, first."""
+    rows: list[dict] = []
+    for r in job.get("ranks", []):
+        key = (r.get("host"), r["state"], fold(r.get("error", ""))[:120], r.get("exit"), r.get("signal"))
+        last = rows[-1] if rows else None
+        if (last is not None and last["key"] == key and last["last"] == r["rank"] - 1
+                and r["rank"] != lead and last["first"] != lead):
+            last["last"] = r["rank"]
+            last["count"] += 1
+            continue
+        rows.append({"key": key, "first": r["rank"], "last": r["rank"], "count": 1, "row": r})
+    out = []
+    for g in rows:
+        r = g["row"]
+        ranks = str(g["first"]) if g["count"] == 1 else f"{g['first']}-{g['last']}"
+        item = {"ranks": ranks, "count": g["count"], "state": r["state"]}
+        for k in ("host", "error", "exit", "signal", "at"):
+            if k in r:
+                item[k] = r[k]
+        if g["first"] == lead:
+            item["lead"] = True
+        out.append(item)
+    out.sort(key=lambda x: not x.get("lead"))
+    if len(out) > MAX_ROWS:
+        rest = out[MAX_ROWS - 1:]
+        out = out[:MAX_ROWS - 1] + [{"ranks": "", "count": sum(x["count"] for x in rest),
+                                     "state": f"{sum(x['count'] for x in rest)} more ranks in "
+                                              f"{len(rest)} groups"}]
+    return out

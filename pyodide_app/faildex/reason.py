@@ -725,6 +725,8 @@ def build_report(index: dict, sources: list, baseline: list | None = None, artif
                               "new_event_count": len(new_events)}
     report["suspects"] = find_suspects(report, sources, artifacts, index, verdict["suspects"])
     report["job"] = verdict["job"]
+    top = verdict["suspects"][0]["rank"] if verdict["suspects"] else None
+    report["job"]["timeline"] = jobmodel.timeline(report["job"], top) if verdict["suspects"] else []
     report["verdict"] = _verdict(report, verdict)
     return report
 

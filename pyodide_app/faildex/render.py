@@ -27,6 +27,15 @@ def to_text(report: dict, color: bool = False, site: str = SITE) -> str:
     for inp in report["inputs"]:
         if inp["status"] != "ok" or inp["messages"]:
             out.append(c("33", f"note: {inp['name']}: {'; '.join(inp['messages'])}"))
+    if report.get("verdict"):
+        out.append(c("1;35", report["verdict"]))
+        out.append("")
+    rows = (report.get("job") or {}).get("timeline") or []
+    if len(rows) > 1:
+        out.append(c("1", "Ranks (first error, exit)"))
+        for r in rows:
+            out.append("  " + timeline_line(r))
+        out.append("")
     if report.get("suspects"):
         out.append(c("1;35", "Suspects (the rank that stopped the others)"))
         for sus in report["suspects"]:
@@ -99,6 +108,17 @@ def to_text(report: dict, color: bool = False, site: str = SITE) -> str:
     return "\n".join(out) + "\n"
 
 
+def timeline_line(r: dict) -> str:
+    """One row of the per-rank timeline (job.timeline), as every rendering shows it."""
+    who = (f"rank {r['ranks']}" if r["count"] == 1 else f"ranks {r['ranks']}") if r["ranks"] else ""
+    parts = [who + (f" on {r['host']}" if r.get("host") else ""), r["state"]]
+    if r.get("error"):
+        parts.append(r["error"][:140])
+    if r.get("exit") is not None:
+        parts.append(f"exit {r['exit']}" + (f" ({r['signal']})" if r.get("signal") else ""))
+    return " · ".join(p for p in parts if p)
+
+
 def _ranges(nums: list[int]) -> str:
     if not nums:
         return ""
@@ -155,6 +175,15 @@ def to_markdown(report: dict, redact_it: bool = False, site: str = SITE) -> str:
     if p:
         lines.append(f"faildex diagnosis: **{p['id']}** (confidence {p['confidence']:.2f}); "
                      f"entry: {site}{p['url']}")
+        lines.append("")
+    if report.get("verdict"):
+        lines += [f"**{_md_inline(report['verdict'])}**", ""]
+    rows = (report.get("job") or {}).get("timeline") or []
+    if len(rows) > 1:
+        lines += ["| ranks | host | state | first error | exit |", "|---|---|---|---|---|"]
+        for r in rows:
+            lines.append(f"| {_md_cell(r['ranks'])} | {_md_cell(r.get('host', ''))} | {_md_cell(r['state'])} | "
+                         f"{_md_cell(r.get('error', ''))} | {_md_cell(r.get('exit', ''))} |")
         lines.append("")
     if report.get("suspects"):
         lines += ["### Suspect ranks", "", "| rank | host | kind | why |", "|---|---|---|---|"]
