@@ -87,14 +87,15 @@ def _unwrap_json(text: str, meta: dict) -> str | None:
     if not isinstance(obj, dict):
         return None
     body = next((obj[k] for k in _JSON_TEXT if isinstance(obj.get(k), str)), None)
-    if body is None:
-        return None
+    if body is None or "\n" in body.rstrip("\r\n"):
+        return None     # a whole traceback in one string: scan._flattened reads it line by line
     k8s = obj.get("kubernetes")
     host = next((obj[k] for k in _JSON_HOST if isinstance(obj.get(k), str)), None)
     if host is None and isinstance(k8s, dict) and isinstance(k8s.get("pod_name"), str):
         host = k8s["pod_name"]
     if host:
         meta["host"] = host
+    meta["shipper"] = True
     ts = next((obj[k] for k in _JSON_TIME if isinstance(obj.get(k), str)), None)
     if ts:
         m = _K8S_TS.match(ts + " ") or _ISO.match(ts)

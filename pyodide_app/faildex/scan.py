@@ -452,7 +452,7 @@ class Source:
         meta, rest = parse_prefix(text)
         # A traceback flattened into one JSON string (a log shipper, a notebook's
         # output): its lines are read one by one, with quotes unescaped.
-        pieces = _flattened(rest) if "\\n" in rest else None
+        pieces = _flattened(rest) if "\\n" in rest else ([rest] if meta.pop("shipper", False) else None)
         haystack = text if pieces is None else text + "\n" + "\n".join(pieces)   # for literal checks
         ts = meta.get("ts")
         if ts is not None:
