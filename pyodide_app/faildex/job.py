@@ -752,6 +752,7 @@ def _verdict(suspects: list[dict], job: dict, coll: dict, own: dict) -> str | No
 
 
 MAX_ROWS = 24     # timeline rows shown; ranks in the same state are one row
+_DIGITS = re.compile(r"\d+")
 
 
 def timeline(job: dict, lead: int | None = None) -> list[dict]:
@@ -760,7 +761,7 @@ def timeline(job: dict, lead: int | None = None) -> list[dict]:
     printed the same timeout is one row. The rank that started it is its own row, first."""
     rows: list[dict] = []
     for r in job.get("ranks", []):
-        key = (r.get("host"), r["state"], fold(r.get("error", ""))[:120], r.get("exit"), r.get("signal"))
+        key = (r.get("host"), r["state"], _DIGITS.sub("#", fold(r.get("error", "")))[:120], r.get("exit"), r.get("signal"))
         last = rows[-1] if rows else None
         if (last is not None and last["key"] == key and last["last"] == r["rank"] - 1
                 and r["rank"] != lead and last["first"] != lead):

@@ -244,7 +244,19 @@ def to_markdown(report: dict, redact_it: bool = False, site: str = SITE) -> str:
     if report["next_action"]:
         lines += [f"Suggested next step: {_md_inline(report['next_action']['do'])}", ""]
     text = "\n".join(lines)
-    return redact(text, facts.get("hosts", [])) if redact_it else text
+    return redact(text, known_hosts(report)) if redact_it else text
+
+
+def known_hosts(report: dict) -> list[str]:
+    """Every host name the report learned: the facts', the job model's, the suspects'."""
+    hosts = set(report.get("facts", {}).get("hosts", []))
+    for r in (report.get("job") or {}).get("ranks", []):
+        if r.get("host"):
+            hosts.add(r["host"])
+    for s in report.get("suspects") or []:
+        if s.get("host"):
+            hosts.add(s["host"])
+    return sorted(hosts)
 
 
 def _md_inline(s: str) -> str:
@@ -269,13 +281,17 @@ _REDACTIONS = [
     # IPv6: a "::" or all eight groups, so that clock times (10:11:12) stay
     ("ip", re.compile(r"(?<![\w:.])(?=[0-9a-fA-F:]{0,40}::|(?:[0-9a-fA-F]{1,4}:){7})"
                       r"(?:[0-9a-fA-F]{0,4}:){2,7}[0-9a-fA-F]{1,4}(?![\w:])")),
-    ("user", re.compile(r"(?<=/home/)[^/\s'\"]+|(?<=/Users/)[^/\s'\"]+|(?<=/users/)[^/\s'\"]+")),
+    # the user folder of a home, scratch or project path (HPC sites put users under /scratch,
+    # /lustre/scratch, /gpfs/home, /work ...)
+    ("user", re.compile(r"(?:/home|/Users|/users|/scratch\d?|/scratch/users|/lustre/scratch|/lustre/home|/gpfs/home"
+                        r"|/gpfs/scratch|/fsx/users|/fs/users|/work|/data/users|/mnt/home)/(?!users/)"
+                        r"([A-Za-z][\w.-]{1,31})(?=/)")),
     # host names: NCCL prefixes, Slurm/Kubernetes node names, FQDNs
     ("host", re.compile(r"(?m)^(?:[ \t>]*)([\w.-]+)(?=:\d+:\d+ \[\d+\] NCCL)")),
     ("host", re.compile(r"(?<=\bON )[\w.-]+(?= CANCELLED)")),
     ("host", re.compile(r"\bhost\s{0,8}: ([\w.-]+)")),
     ("host", re.compile(r"(?<=\bhostname[=: ])[\w.-]+")),
-    ("host", re.compile(r"\b[a-z][\w-]*(?:\.[a-z][\w-]*){2,}\.(?:com|net|org|internal|local|lan|io|ai|edu|cluster)\b")),
+    ("host", re.compile(r"\b[a-z][\w-]*(?:\.[a-z][\w-]*){1,}\.(?:com|net|org|internal|local|lan|io|ai|edu|cluster)\b")),
 ]
 
 
@@ -303,10 +319,18 @@ def redact(text: str, extra_hosts: list[str] = ()) -> str:
                 return m.group(0)[:s - m.start()] + placeholder(kind, g) + m.group(0)[e - m.start():]
             return placeholder(kind, m.group(0))
         text = rx.sub(sub, text)
-    # a host seen once (NCCL prefix, Slurm ON x) is replaced everywhere else too
+    # a host or user seen once (NCCL prefix, Slurm ON x, a home folder) is replaced everywhere
+    # else too; a host's short name (gpu-node-17 of gpu-node-17.cluster.internal) with it
     for (kind, value), ph in list(table.items()):
-        if kind == "host":
-            text = re.sub(rf"(?<![\w.<-]){re.escape(value)}(?![\w-])", ph, text)
+        if kind not in ("host", "user"):
+            continue
+        names = [value]
+        short = value.split(".", 1)[0]
+        if kind == "host" and short != value and len(short) >= 3 and re.search(r"[\d-]", short):
+            names.append(short)
+        for name in names:
+            if len(name) >= 3:
+                text = re.sub(rf"(?<![\w.<-]){re.escape(name)}(?![\w-])", ph, text)
     return text
 
 

@@ -336,10 +336,11 @@ function head(r, opts) {
     class: `fdx-head fdx-band-${band}`, "data-testid": "primary", "data-entry-id": p ? p.id : "",
     "data-band": band, tabindex: "-1", "aria-labelledby": "fdx-head-title",
   });
-  // The rank or host that stopped the others: filled by renderSuspects (report.suspects).
-  const suspects = el("div", { class: "fdx-suspects", "data-testid": "suspects-slot" });
-  box.append(suspects);
-  if (typeof renderSuspects === "function") renderSuspects(r, suspects);  // eslint-disable-line no-undef
+  // Who started it, in one sentence, and each rank's state (report.verdict, report.job.timeline:
+  // built by the engine's job model, the same rows the CLI prints)
+  if (r.verdict) box.append(el("p", { class: "fdx-story", "data-testid": "verdict", text: r.verdict }));
+  const rows = (r.job && r.job.timeline) || [];
+  if (rows.length > 1) box.append(rankRows(rows));
   if (p) {
     box.append(
       el("p", { class: "fdx-verdict" }, badge(band), " ",
@@ -358,13 +359,32 @@ function head(r, opts) {
     box.append(nextAction(r.next_action));
   } else if (r.unmatched) {
     box.append(...unmatchedHead(r));
+  } else if (r.verdict || (r.suspects && r.suspects.length)) {
+    // dumps or the job model name a rank, but no entry names what it did
+    box.append(el("h2", { id: "fdx-head-title", text: "Which rank stopped the others" }),
+      el("p", { text: "No entry matches what that rank printed; the suspects below say how it was found and what it was doing." }));
   } else {
     box.append(el("h2", { id: "fdx-head-title", text: "No known failure and no error line found" }),
       el("p", { text: "None of the known failures appears in this input, and no line looks like an error. "
         + "If the job failed, the cause may be in another rank's log or in the scheduler's." }));
   }
+  // The rank or host that stopped the others, with the evidence: after the next step
+  const suspects = el("div", { class: "fdx-suspects", "data-testid": "suspects-slot" });
+  box.append(suspects);
+  renderSuspects(r, suspects);
   if (opts.source) box.append(el("p", { class: "fdx-from", "data-testid": "used" }, `Diagnosed ${opts.source.text}.`));
   return box;
+}
+
+// One line per run of ranks in the same state (job.timeline); a list, not a table, so that
+// it fits a phone
+function rankRows(rows) {
+  return el("ul", { class: "fdx-ranks", "data-testid": "rank-rows" }, rows.map((x) => el("li", {
+    class: x.lead ? "fdx-rank-lead" : "", "data-ranks": x.ranks, "data-state": x.state },
+  x.ranks ? el("b", { text: `${x.count === 1 ? "rank" : "ranks"} ${x.ranks}` }) : null,
+  x.host ? ` on ${x.host}` : "", x.ranks ? " · " : "", x.state,
+  x.error ? el("code", { text: x.error }) : null,
+  x.exit !== undefined ? ` · exit ${x.exit}${x.signal ? ` (${x.signal})` : ""}` : "")));
 }
 
 function errorLine(title, f) {

@@ -1,0 +1,137 @@
+"""The job model (faildex/job.py): who started it, on real multi-rank runs.
+
+tests/data/job/: three runs made here, their culprit known from the script.
+tests/corpus/ranks/{dev,sealed}/: multi-rank PyTorch 2.13 CPU runs made by helpers'
+scripts (bench/which_rank.py prints every row); the sealed runs were never read to
+tune the job model. Thresholds sit below the measured figures and only move up.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from faildex import diagnose
+from faildex.job import timeline
+from faildex.render import to_markdown, to_text
+
+ROOT = Path(__file__).resolve().parent.parent
+JOB = ROOT / "tests" / "data" / "job"
+RANKS = ROOT / "tests" / "corpus" / "ranks"
+sys.path.insert(0, str(ROOT))
+
+
+def first(report):
+    return report["suspects"][0] if report["suspects"] else None
+
+
+def test_a_ranks_own_error_before_the_others_lost_it(index):
+    # rank 2's IndexError (no entry knows it) comes first; the Gloo errors of 0, 1, 3 are collateral
+    r = diagnose([str(JOB / "crash-rank2-tee.log")], index)
+    assert first(r)["rank"] == 2 and first(r)["kind"] == "crashed"
+    assert r["verdict"].startswith("Rank 2 failed first (IndexError: list index out of range)")
+    assert "ranks 0,1,3 then lost their connection" in r["verdict"]
+    # the Gloo report of the ranks that lost it is no headline
+    assert r["primary"] is None or r["primary"]["id"] != "gloo-connection-error"
+    assert "gloo-connection-error" in [c["id"] for c in r["collateral"]]
+    rows = r["job"]["timeline"]
+    assert rows[0]["ranks"] == "2" and rows[0]["lead"] and rows[0]["exit"] == 1
+    text = to_text(r)
+    assert text.splitlines()[0] == r["verdict"]
+
+
+def test_a_stuck_rank_is_named_where_torchruns_block_names_a_victim(index):
+    r = diagnose([str(JOB / "hang-rank2-console.log")], index)
+    assert first(r)["rank"] == 2 and first(r)["kind"] == "missing"
+    assert r["job"]["launcher_root_cause"]["rank"] == 1 and r["job"]["launcher_names_victim"]
+    assert "a victim" in r["verdict"] and r["verdict"].startswith("Rank 2 stopped responding")
+    # headline and suspects tell one story: the hang entry, on the others' timeout lines
+    assert r["primary"]["id"] == "collective-hang-one-rank-stuck"
+    assert "rank 2" in r["primary"]["why"].lower()
+
+
+def test_a_restarting_job_is_read_from_its_first_attempt(index):
+    r = diagnose([str(JOB / "exit0-rank1-restart.log")], index)
+    assert first(r)["rank"] == 1 and first(r)["kind"] == "exited"
+    assert r["job"]["initiating_attempt"] == 0 and r["job"]["attempts"] == 2
+    # torchrun's block describes the restart, where rank 0 failed at connectFullMesh
+    assert r["job"]["launcher_root_cause"]["rank"] == 0
+    assert "the restart then failed too" in r["verdict"]
+
+
+def test_srun_task_is_a_node_when_torchrun_runs_inside(index, tmp_path):
+    # `srun -l` puts the task number first; torchrun's [rankN] inside names the rank
+    log = tmp_path / "srun.log"
+    body = (JOB / "crash-rank2-tee.log").read_text().splitlines()
+    log.write_text("".join(f"1: {line}\n" for line in body))
+    r = diagnose([str(log)], index)
+    assert first(r)["rank"] == 2
+
+
+def test_shipper_json_lines_keep_rank_and_host(index, tmp_path):
+    log = tmp_path / "shipped.log"
+    out = []
+    for n, line in enumerate((JOB / "hang-rank2-console.log").read_text().splitlines()):
+        out.append(json.dumps({"time": f"2026-12-04T22:00:{n % 60:02d}Z", "host": "pod-a", "stream": "stderr",
+                               "log": line + "\n"}))
+    log.write_text("\n".join(out) + "\n")
+    r = diagnose([str(log)], index)
+    assert first(r)["rank"] == 2 and first(r)["kind"] == "missing"
+
+
+def test_a_512_rank_timeline_fits_a_screen():
+    job = {"ranks": [{"rank": r, "state": "timed out", "error": f"RuntimeError: Timed out waiting {r}ms", "exit": 1}
+                     for r in range(512)]}
+    job["ranks"][300] = {"rank": 300, "state": "no error", "exit": -15}
+    rows = timeline(job, 300)
+    assert rows[0]["ranks"] == "300" and rows[0]["lead"]
+    assert [x["ranks"] for x in rows[1:]] == ["0-299", "301-511"]
+    assert sum(x["count"] for x in rows) == 512
+
+
+def test_the_redacted_ticket_drops_what_the_job_model_learned(index, tmp_path):
+    # 17 planted secrets; the user of a /scratch path and a host's short name leaked before
+    secrets = ["hf_abcdefghijklmnopqrstuvwxyz123456", "AKIAABCDEFGHIJKLMNOP", "ghp_" + "a1" * 18,
+               "jane.doe@example.com", "10.12.13.14", "fe80::1ff:fe23:4567:890a", "s3cr3tpass",
+               "jdoe", "gpu-node-17.cluster.internal", "gpu-node-17", "WANDBKEYVALUE123",
+               "alice", "trainer-7f9c", "bob", "192.168.77.5", "tok_abcdef123456", "carol"]
+    lines = [
+        "HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyz123456 AWS key AKIAABCDEFGHIJKLMNOP gh ghp_" + "a1" * 18,
+        "contact jane.doe@example.com from 10.12.13.14 or fe80::1ff:fe23:4567:890a",
+        "fetch https://svc:s3cr3tpass@gpu-node-17.cluster.internal/x",
+        "loading /scratch/jdoe/ckpt/model.pt on gpu-node-17",
+        "WANDB_API_KEY=WANDBKEYVALUE123 /home/alice/run /gpfs/home/bob/x /work/carol/y",
+        "[pod/trainer-7f9c/pytorch] Authorization: Bearer tok_abcdef123456 to 192.168.77.5",
+    ]
+    crash = (JOB / "crash-rank2-tee.log").read_text()
+    log = tmp_path / "job.log"
+    log.write_text("\n".join(lines) + "\n" + crash)
+    ticket = to_markdown(diagnose([str(log)], index), redact_it=True)
+    leaked = [s for s in secrets if s in ticket]
+    assert not leaked, leaked
+
+
+# ---------------------------------------------------------------- multi-rank corpora
+
+def _rows(part):
+    if not (RANKS / part / "manifest.yaml").exists():
+        pytest.skip(f"no {part} multi-rank corpus")
+    from bench.which_rank import run, summary
+    rows = run(part, None)
+    return rows, summary(rows)
+
+
+# measured 2026-12-04 (see the note of issue 26); thresholds below with room for noise
+THRESHOLDS = {"dev": 0.90, "sealed": 0.90}
+
+
+@pytest.mark.parametrize("part", ["dev", "sealed"])
+def test_first_suspect_on_real_multi_rank_runs(part):
+    rows, s = _rows(part)
+    print(f"\n{part}: faildex {s['faildex']}/{s['runs']}, torchrun Root Cause {s['baseline']}/{s['runs']}")
+    assert s["faildex_rate"] >= THRESHOLDS[part], [r for r in rows if not r["faildex_ok"]]
+    assert s["faildex"] >= s["baseline"]
+    # never worse than the launcher's block where the block names the real culprit
+    assert not s["worse_than_baseline"], s["worse_than_baseline"]
