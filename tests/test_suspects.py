@@ -80,8 +80,11 @@ def test_text_and_markdown_show_suspects_first_with_the_rank(capsys, index):
     folder = HANG / "skip" / "fr"
     code, out, _ = run_cli(capsys, index, "--no-progress", str(folder))
     assert code == 0
-    assert out.splitlines()[0].startswith("Suspects")
-    assert out.splitlines()[1].startswith("  rank 2: missing")
+    # one sentence first (who), then the suspects with their evidence
+    lines = out.splitlines()
+    assert lines[0].startswith("Rank 2 is the first suspect: ") and "never did" in lines[0]
+    at = lines.index("Suspects (the rank that stopped the others)")
+    assert at < 4 and lines[at + 1].startswith("  rank 2: missing")
     code, out, _ = run_cli(capsys, index, "--format", "markdown", "--no-progress", str(folder))
     assert "### Suspect ranks" in out and "| 2 |  | missing |" in out
 
@@ -192,7 +195,9 @@ def test_ranks_from_old_watchdog_lines_are_ranks_within_the_group(index, capsys)
     assert (s["rank"], s["rank_scope"]) == (0, "group") and "pg" not in s
     assert "within the process group" in s["why"] and "no global rank" in s["why"]
     code, out, _ = run_cli(capsys, index, "--no-progress", str(log))
-    assert out.splitlines()[1].startswith("  rank 0 within its process group: missing")
+    lines = out.splitlines()
+    assert lines[lines.index("Suspects (the rank that stopped the others)") + 1].startswith(
+        "  rank 0 within its process group: missing")
     code, out, _ = run_cli(capsys, index, "--no-progress", "--format", "markdown", str(log))
     assert "| 0 within its process group |  | missing |" in out
 

@@ -331,6 +331,12 @@ def _majority(values: dict) -> tuple:
     return common, sorted(r for r, v in values.items() if v != common), len(groups[common]) == len(values) / 2
 
 
+# collectives whose per-rank sizes differ by design: all-to-all (expert parallelism), uneven
+# all-gathers, gather/scatter roots (NVIDIA's fault-injection dumps of a mixture-of-experts
+# model show them; comparing their sizes named healthy ranks first)
+_SIZES_VARY = re.compile(r"(?i)all_?to_?all|gather|scatter")
+
+
 def analyze(dumps: list[dict]) -> list[dict]:
     """Suspects from one dump per rank: per process group, align collectives by sequence number."""
     by_rank: dict[int, dict] = {}
@@ -347,7 +353,8 @@ def analyze(dumps: list[dict]) -> list[dict]:
         ranks = pgs[pg]
         some = by_rank[min(ranks)]
         desc = next(iter(next(iter(ranks.values())).values()))["pg_desc"]
-        members = _pg_ranks(some, pg, desc) or sorted(ranks)
+        members = _pg_ranks(some, pg, desc) or sorted(set(ranks) | (set(by_rank) if desc == "default_pg" or
+                                                                   pg == min(pgs) else set()))
         before = len(suspects)
         label = f"process group {pg}" + (f" ({desc})" if desc else "")
         last = {r: max(seqs) for r, seqs in ranks.items()}
@@ -364,6 +371,16 @@ def analyze(dumps: list[dict]) -> list[dict]:
                            f"{_ranks(stuck)} entered #{top} ({ref['op']} {ref['in_sizes']}), "
                            f"which rank {r} never did" + (f" ({lag} behind)" if lag > 1 else ""),
                     "evidence": [_evidence(by_rank[r], ranks[r][last[r]]), _evidence(by_rank[stuck[0]], ref)]})
+            elif r in by_rank and r not in ranks:
+                # a dump with no collective of this group: its thread never recorded one (blocked
+                # before it, or stuck outside any collective), while the others went on
+                n = len(by_rank[r]["entries"])
+                suspects.append({
+                    "rank": r, "kind": "missing",
+                    "why": f"{label}: rank {r}'s dump holds {'no entries at all' if n == 0 else 'no collective of this group'}"
+                           f" while {_ranks(stuck)} reached #{top} ({ref['op']})",
+                    "evidence": [{"source": by_rank[r]["name"], "line": 0, "text": f"{n} entries"},
+                                 _evidence(by_rank[stuck[0]], ref)]})
             elif r not in by_rank:
                 suspects.append({
                     "rank": r, "kind": "missing",
@@ -376,6 +393,8 @@ def analyze(dumps: list[dict]) -> list[dict]:
             found = False
             for kind, key in (("op-mismatch", "op"), ("size-mismatch", "in_sizes"),
                               ("size-mismatch", "out_sizes"), ("dtype-mismatch", "in_dtypes")):
+                if key != "op" and key != "in_dtypes" and _SIZES_VARY.search(ranks[min(ranks)][seq]["op"]):
+                    continue    # all-to-all, gathers and scatters take other sizes on each rank
                 values = {r: json.dumps(ranks[r][seq][key]) for r in ranks}
                 usual, odd, tie = _majority(values)
                 if not odd:

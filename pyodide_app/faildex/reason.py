@@ -813,7 +813,8 @@ def _verdict(report: dict, verdict: dict) -> str | None:
     top = report["suspects"][0] if report.get("suspects") else None
     if top is not None:
         where = f" on {top['host']}" if top.get("host") else ""
-        return f"Rank {top['rank']}{where} is the first suspect: {top['why']}."
+        scope = " (within its process group)" if top.get("rank_scope") == "group" else ""
+        return f"Rank {top['rank']}{scope}{where} is the first suspect: {top['why']}."
     return None
 
 
