@@ -297,12 +297,47 @@ def test_dropped_flight_recorder_dumps_name_the_suspect_rank(page, root):
     assert suspects.first.get_attribute("data-rank") == "3"
     assert suspects.first.get_attribute("data-kind") == "op-mismatch"
     assert "gloo:broadcast" in suspects.first.inner_text()
-    # the suspects open the report's head, before the failure's name
+    # one sentence opens the report's head (who, before what); the suspects and their
+    # evidence come after the heading
+    verdict = page.locator("[data-testid=verdict]")
+    assert verdict.inner_text().startswith("Rank 3 is the first suspect: ")
     assert page.evaluate("""() => {
+        const v = document.querySelector('[data-testid=verdict]');
         const s = document.querySelector('[data-testid=suspects]');
         const h = document.querySelector('[data-testid=primary] h2');
-        return !!(s && h && (s.compareDocumentPosition(h) & Node.DOCUMENT_POSITION_FOLLOWING));
+        const F = Node.DOCUMENT_POSITION_FOLLOWING;
+        return !!(v && s && h && (v.compareDocumentPosition(h) & F) && (h.compareDocumentPosition(s) & F));
     }""")
+
+
+def test_a_phone_reads_who_started_it_first(chromium, origin, root):
+    # A real torchrun hang (tests/data/job: rank 2 sleeps, ranks 0 and 1 time out, torchrun's
+    # Root Cause block names rank 1) dropped on a 390 px phone: the verdict sentence, the rank
+    # rows and the next step come before the quoted evidence, and nothing is wider than the screen.
+    context = chromium.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True,
+                                   service_workers="block")
+    pg = context.new_page()
+    try:
+        pg.goto(f"{origin}/diagnose/")
+        pg.wait_for_selector("[data-testid=status][data-state=ready]", timeout=READY_MS)
+        drop_files(pg, [root / "tests" / "data" / "job" / "hang-rank2-console.log"])
+        assert diagnose_and_wait(pg) == "collective-hang-one-rank-stuck"
+        verdict = pg.locator("[data-testid=verdict]").inner_text()
+        assert verdict.startswith("Rank 2 stopped responding: ranks 0,1 timed out waiting for it")
+        assert "names rank 1, a victim" in verdict
+        rows = pg.locator("[data-testid=rank-rows] > li")
+        assert rows.first.get_attribute("data-ranks") == "2" and rows.count() == 3
+        order = pg.evaluate("""() => ['verdict', 'rank-rows', 'next-action', 'suspects'].map(t =>
+            document.querySelector(`[data-testid=${t}]`)).map(e => e ? e.getBoundingClientRect().top : -1)""")
+        assert -1 not in order and order == sorted(order), order
+        # the sentence is on the first screen, and the page does not scroll sideways
+        assert order[0] < 844
+        assert pg.evaluate("() => document.documentElement.scrollWidth") <= 390
+        out = Path(os.environ.get("FAILDEX_SCREENSHOTS", Path(tempfile.gettempdir()) / "faildex-screenshots"))
+        out.mkdir(parents=True, exist_ok=True)
+        pg.screenshot(path=str(out / "diagnose-hang-phone.png"), full_page=False)
+    finally:
+        context.close()
 
 
 HANG_SCENARIOS = ("skip", "late", "op", "size", "dtype", "two-groups")
