@@ -32,6 +32,7 @@ Sources of the formats (PyTorch 2.13, read in the installed package):
 from __future__ import annotations
 
 import re
+from functools import cmp_to_key
 
 from .lines import fold, parse_prefix, strip_ansi
 
@@ -84,7 +85,8 @@ PEER_GONE = ("Connection closed by peer", "Connection reset by peer", "Read erro
              "NCCL communicator was aborted", "Connection refused", "connectFullMesh failed")
 WAITED = ("Timed out waiting", "Watchdog caught collective operation timeout", "Socket Timeout",
           "timed out after", "wait timeout", "Timeout waiting for key", "collective operation timeout",
-          "failed to pass monitoredBarrier", "due to a collective timeout")
+          "failed to pass monitoredBarrier", "due to a collective timeout",
+          "Detected mismatch between collectives")
 TERMINATED = ("SignalException", "Signal 15 (SIGTERM)", "received signal SIGTERM", "KeyboardInterrupt")
 
 
@@ -211,6 +213,7 @@ class JobLines:
                         if k in meta:
                             e[k] = meta[k]
                     del self.open_tb[key]
+                    self._names(rest, meta, line_no, text)    # a check's error names the rank
                     return
         if "failed (exitcode:" in rest:
             m = _EXIT.search(rest)
@@ -228,20 +231,7 @@ class JobLines:
             if _RESTART.search(rest):
                 self.agent = True
             return
-        if "monitoredBarrier" in rest:
-            m = _BARRIER.search(rest)
-            if m:
-                self._event("named", meta, line_no, text, how="monitoredBarrier",
-                            ranks=[int(x) for x in re.split(r", ?", m.group("ranks"))])
-            return
-        if "is running collective:" in rest:
-            m = _MISMATCH.search(rest)
-            if m:
-                ops = {}
-                for r, fp in ((m.group("a"), m.group("fa")), (m.group("b"), m.group("fb"))):
-                    op = _OPTYPE.search(fp or "")
-                    ops[int(r)] = (op.group("op") if op else (fp or "?"))[:80]
-                self._event("mismatch", meta, line_no, text, ops=ops)
+        if self._names(rest, meta, line_no, text):
             return
         if "srun: error:" in rest:
             m = _SRUN_EXIT.search(rest)
@@ -252,6 +242,25 @@ class JobLines:
         m = _FATAL.match(body)
         if m:
             self._event("fatal", meta, line_no, text, what=m.group("what"))
+
+    def _names(self, rest: str, meta: dict, line_no: int, text: str) -> bool:
+        """A line that names ranks: a monitored barrier's, the collective-mismatch check's."""
+        if "monitoredBarrier" in rest:
+            m = _BARRIER.search(rest)
+            if m:
+                self._event("named", meta, line_no, text, how="monitoredBarrier",
+                            ranks=[int(x) for x in re.split(r", ?", m.group("ranks"))])
+            return True
+        if "is running collective:" in rest:
+            m = _MISMATCH.search(rest)
+            if m:
+                ops = {}
+                for r, fp in ((m.group("a"), m.group("fa")), (m.group("b"), m.group("fb"))):
+                    op = _OPTYPE.search(fp or "")
+                    ops[int(r)] = (op.group("op") if op else (fp or "?"))[:80]
+                self._event("mismatch", meta, line_no, text, ops=ops)
+            return True
+        return False
 
     def _key(self, meta: dict):
         return (self._stream(meta), meta.get("rank") if meta.get("rank_from") not in ("word", "group") else None,
@@ -519,7 +528,9 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
     # attempt unless it is the first
     for r, e in exits.items():
         code = e.get("exitcode")
-        if code is not None and code < 0 and code != -15 and r not in own:
+        # a death by a signal is the rank's own, unless it came after the rank reported a
+        # peer's failure (an abort while tearing down: "terminate called without an active exception")
+        if code is not None and code < 0 and code != -15 and r not in own and r not in coll:
             sig = e.get("signal") or _SIGNAL_NAMES.get(code, f"signal {-code}")
             own[r] = dict(e, kind="signal", signal=sig)
     for e in now:
@@ -576,50 +587,49 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
             if e is not lead and not _unordered(lead, e):
                 why += f", after rank {lead['grank']}"
             suspects.append(_suspect(r, "crashed", res, [e], why))
-    # 3. nobody failed on their own: the rank that went silent while the others waited or lost it
+    # 3. nobody failed on their own (that the logs show): the rank that ended first while the
+    # others lost it, or the one that went silent while they waited for it
     if not own and not named:
         waiting = {r for r, e in coll.items() if e["collateral"] == "waited"} | set(waiting_ranks)
         lost = {r for r, e in coll.items() if e["collateral"] == "peer"}
-        reporters = waiting | lost | (set(waiting_ranks) - set(own))
+        reporters = waiting | lost
         ended_alone = {r for r, e in exits.items() if e.get("exitcode") not in (None, -15)}
         terminated = {r for r, e in exits.items() if e.get("exitcode") == -15}
         listed = set(exits)
-        candidates = []
-        # most ranks must report the wait: a lone waiting rank may be in a subgroup of its own
-        if reporters and len(reporters) * 2 > len(known):
-            silent = sorted(known - reporters)
-            if waiting and not lost:
-                # they timed out: the one they waited for was alive, still running or stuck
-                pick = [r for r in silent if r in terminated or r not in listed]
-                kind, why = "stuck", "printed no timeout while {others} timed out waiting in a collective"
-            else:
-                # they lost a peer: it ended first; a rank that exited without any error left early
-                pick = ([r for r in silent if r not in listed and agent] or
-                        [r for r in silent if r in ended_alone] or [r for r in silent if r not in terminated])
-                kind, why = "left", "ended without an error of its own while {others} lost their connection to it"
-            candidates = pick if pick else []
-            for r in candidates[:8]:
-                others = _ranks_text(sorted(reporters))
-                ev = [coll[o] for o in sorted(reporters) if o in coll][:2]
-                if r in exits:
-                    ev = [exits[r]] + ev
-                suspects.append(_suspect(r, "missing" if kind == "stuck" else "exited", res, ev,
-                                         f"rank {r} " + why.format(others=others)
-                                         + (f" (the launcher reports exit code {exits[r].get('exitcode')})"
-                                            if r in exits and exits[r].get("exitcode") is not None else
-                                            (" (the launcher lists no failure for it)" if agent and r not in listed
-                                             else ""))))
-        if not candidates and not reporters:
-            # every failing rank's own lines are hidden (--local-ranks-filter, no per-rank logs)
-            failed = sorted(r for r, e in exits.items() if e.get("exitcode") not in (None, 0, -15))
-            rc = job["launcher_root_cause"]
-            if rc and rc.get("rank") is not None:
-                suspects.append(_suspect(rc["rank"], "launcher", res, [dict(rc, grank=rc["rank"])],
-                                         f"torchrun's Root Cause block names rank {rc['rank']} (exit code "
-                                         f"{rc.get('exitcode')}); the rank's own lines are not in these logs"))
-            elif len(failed) == 1:
-                suspects.append(_suspect(failed[0], "launcher", res, [exits[failed[0]]],
-                                         f"rank {failed[0]} is the only rank the launcher reports failing"))
+        # ranks count from 0: a gap below the highest rank seen is a rank that printed nothing
+        if known:
+            known |= set(range(max(known) + 1))
+        silent = sorted(known - reporters)
+        picks: list[tuple[int, str, str]] = []
+        if lost:
+            # a peer ended: one that exited on its own without reporting a peer (its own error
+            # hidden: --local-ranks-filter, or printed as no traceback), else one that left
+            # without any failure (exit 0: torchrun lists it nowhere)
+            picks = [(r, "crashed", f"rank {r} exited with code {exits[r]['exitcode']} without reporting a lost "
+                                    f"peer, while {_ranks_text(sorted(lost))} lost their connection to it")
+                     for r in silent if r in ended_alone]
+            if not picks and agent and len(reporters) * 2 >= len(known):
+                picks = [(r, "exited", f"rank {r} ended without an error of its own (the launcher lists no failure "
+                                       f"for it) while {_ranks_text(sorted(lost))} lost their connection to it")
+                         for r in silent if r not in listed]
+        if not picks and waiting:
+            stuck = [r for r in silent if r in terminated or (r not in listed and agent)]
+            # most ranks must report the wait (a lone waiting rank may be in a subgroup of its
+            # own), or the launcher stopped exactly one rank that reported nothing
+            if len(reporters) * 2 > len(known) or len([r for r in silent if r in terminated]) == 1:
+                picks = [(r, "missing", f"rank {r} printed no timeout while {_ranks_text(sorted(waiting))} timed out "
+                                        f"waiting in a collective"
+                                        + (" (the launcher stopped it: exit code -15)" if r in terminated else ""))
+                         for r in stuck]
+        for r, kind, why in picks[:8]:
+            ev = ([exits[r]] if r in exits else []) + [coll[o] for o in sorted(reporters) if o in coll][:2]
+            suspects.append(_suspect(r, kind, res, ev, why))
+        rc = job["launcher_root_cause"]
+        if not picks and rc and rc.get("rank") is not None and rc["rank"] not in reporters:
+            # the ranks' own lines are not in the inputs: the launcher's word is all there is
+            suspects.append(_suspect(rc["rank"], "launcher", res, [dict(rc, grank=rc["rank"])],
+                                     f"torchrun's Root Cause block names rank {rc['rank']} (exit code "
+                                     f"{rc.get('exitcode')}); the rank's own lines are not in these logs"))
     # the launcher's verdict, as evidence
     rc = job["launcher_root_cause"]
     if suspects and rc and rc.get("rank") is not None:
@@ -659,12 +669,18 @@ def _collateral_verb(coll: dict, others: list) -> str:
     return "lost their connection to it" if "peer" in kinds else "failed waiting for it"
 
 
-def _by_time(evs: list[dict]) -> list[dict]:
-    def key(e):
-        ts = e.get("ts")
-        return (ts is None, ts or 0, e["order"], e["line"])
+def _cmp(a: dict, b: dict) -> int:
     # within one input the line order is the truth; across inputs only timestamps order
-    return sorted(evs, key=key)
+    if a["order"] == b["order"]:
+        return (a["line"] > b["line"]) - (a["line"] < b["line"])
+    ta, tb = a.get("ts"), b.get("ts")
+    if ta is not None and tb is not None and ta != tb:
+        return -1 if ta < tb else 1
+    return (a["order"] > b["order"]) - (a["order"] < b["order"])
+
+
+def _by_time(evs: list[dict]) -> list[dict]:
+    return sorted(evs, key=cmp_to_key(_cmp))
 
 
 def _unordered(a: dict, b: dict) -> bool:

@@ -87,6 +87,14 @@ def _unwrap_json(text: str, meta: dict) -> str | None:
     if not isinstance(obj, dict):
         return None
     body = next((obj[k] for k in _JSON_TEXT if isinstance(obj.get(k), str)), None)
+    inner = obj.get("message")
+    if body is None and isinstance(inner, dict) and isinstance(inner.get("message"), str):
+        # torchelastic's error file (--log-dir .../error.json, the @record decorator):
+        # {"message": {"message": "KeyError: 'x'", "extraInfo": {"py_callstack", "timestamp"}}}
+        body = inner["message"]
+        extra = inner.get("extraInfo")
+        if isinstance(extra, dict) and str(extra.get("timestamp", "")).isdigit():
+            meta["ts"] = float(extra["timestamp"])
     if body is None or "\n" in body.rstrip("\r\n"):
         return None     # a whole traceback in one string: scan._flattened reads it line by line
     k8s = obj.get("kubernetes")

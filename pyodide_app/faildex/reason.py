@@ -808,9 +808,12 @@ def rule_job(scored: list, g: Gathered, verdict: dict, sources: list, entries: d
 
 def _verdict(report: dict, verdict: dict) -> str | None:
     """The report's first sentence: who started it (the job model), else what (the primary)."""
-    if verdict.get("verdict"):
-        return verdict["verdict"]
     top = report["suspects"][0] if report.get("suspects") else None
+    decided = verdict["suspects"][0] if verdict["suspects"] else None
+    if verdict.get("verdict") and top is not None and decided is not None and top["rank"] == decided["rank"]:
+        return verdict["verdict"]
+    # dumps or the hang lines name a rank more specifically than the job model did: the
+    # sentence follows the suspect listed first
     if top is not None:
         where = f" on {top['host']}" if top.get("host") else ""
         scope = " (within its process group)" if top.get("rank_scope") == "group" else ""
