@@ -8,26 +8,10 @@ build_report() runs four stages, each small enough to read and test alone:
             WENT_ON_LINES, veto a diagnosis built on supporting lines only
   assemble  the report's JSON shape (README: "JSON format")
 
-The rules (constants below, same names):
-  DEFINING           0.90  a defining signature matched (the line alone identifies it)
-  SUPPORTING_BASE    0.30  only supporting lines (+SUPPORTING_STEP per further kind,
-                           at most SUPPORTING_MAX); context lines only add facts
-  SHARED_LINE       -0.25  per other entry whose defining signature matched the same line
-  REFINES           +0.20  this entry is a special case of one that shares the line
-  CORROBORATING     +0.05  per supporting line kind on other lines (at most 2)
-  VERSION_INSIDE    +0.05  the version in the log is inside the affected range
-  VERSION_OUTSIDE   -0.35  ... outside it
-  AGREES            +0.05  a machine-checkable discriminator agrees (once per fact)
-  DISAGREES         -0.25  ... points at a look-alike (once per fact), which gets
-  POINTED_AT        +0.10
-  BASELINE_SEEN     -0.30  with --baseline: the line also appears in the good run
-  BASELINE_NEW      +0.05  ... it never does
+The scoring rules are the registry RULES at the end of this module: each a Rule with a
+name, its constants, a paragraph and one function; build_report runs them in order and
+the README's table is made from them (rules_table). The ranking's own constants:
   UNORDERED         x0.80  another independent failure, and time cannot order the two
-  OTHER_RANK        x0.50  the job model (job.py) names the rank that failed first, and
-                           every line of this cause comes from other ranks
-  JOB_HANG           0.75  the job model finds a rank that went silent while the others
-                           waited or lost it: the hang entry (JOB_HANG_ENTRY), on the
-                           others' lines; a report of a failure elsewhere is then collateral
   DOWNSTREAM_ONLY   x0.66, at most 0.60: the best match is a downstream report
   NEAREST_MAX        0.25  no signature decided but the log shows an error: entries
                            whose messages resemble the log's error and finding lines,
@@ -35,6 +19,7 @@ The rules (constants below, same names):
   LOOKALIKE_MAX      0.15  a diagnosis was made: the look-alikes its discriminators name
                            that nothing ranked yet, nearest to the log's lines first,
                            fill the alternatives up to MAX_GUESSED (what to rule out next)
+  SIMILARITY_FULL    0.60  the text similarity that earns a guess its whole cap
 """
 from __future__ import annotations
 
@@ -71,6 +56,17 @@ LOOKALIKE_WHY = {0: " that points to it", 1: " that this log lacks the line for"
 ENDS_IN_ERROR_LINES = 20   # an error line this close to the end of a log: it died there
 WENT_ON_LINES = 10         # a log this much longer after warnings, error-free: they did not stop it
 BANDS = ((0.80, "certain"), (0.50, "likely"), (0.0, "guess"))
+CONFIDENCE_MIN, CONFIDENCE_MAX = 0.05, 0.99   # a shown confidence is never 0 or 1
+SIMILARITY_FULL = 0.60     # a text similarity this high earns a guess its whole cap
+
+
+def scaled_similarity(sim: float, cap: float) -> float:
+    """A guess's confidence from text similarity: linear up to SIMILARITY_FULL, then cap."""
+    return round(max(CONFIDENCE_MIN, min(cap, sim * cap / SIMILARITY_FULL)), 2)
+
+
+def confidence(score: float) -> float:
+    return round(min(CONFIDENCE_MAX, max(CONFIDENCE_MIN, score)), 2)
 
 
 def version_tuple(v: str) -> tuple:
@@ -254,7 +250,7 @@ class Gathered:
 
 # ---------------------------------------------------------------- score: one rule each
 
-def rule_defining(c: Candidate, g: Gathered) -> None:
+def rule_defining(c: Candidate, sc: "Scoring") -> None:
     if c.defining:
         c.add("DEFINING", DEFINING, f"A line that only this failure prints, at {_loc(c.first)}")
     elif c.supporting:
@@ -264,9 +260,10 @@ def rule_defining(c: Candidate, g: Gathered) -> None:
               f"with it appear{'s' if kinds == 1 else ''}, first at {_loc(c.first)}")
 
 
-def rule_shared_line(c: Candidate, g: Gathered) -> None:
+def rule_shared_line(c: Candidate, sc: "Scoring") -> None:
     if not c.defining:
         return
+    g = sc.g
     owners = set().union(*(g.line_owners.get((f["source"], f["line"]), set()) for f in c.defining))
     shared = max(len(g.line_owners.get((f["source"], f["line"]), ())) for f in c.defining)
     if shared > 1:
@@ -277,7 +274,7 @@ def rule_shared_line(c: Candidate, g: Gathered) -> None:
             c.add("REFINES", REFINES, f"This is the more specific case of {', '.join(general)}")
 
 
-def rule_corroborating(c: Candidate, g: Gathered) -> None:
+def rule_corroborating(c: Candidate, sc: "Scoring") -> None:
     if not c.defining:
         return
     defining_lines = {(f["source"], f["line"]) for f in c.defining}
@@ -287,7 +284,8 @@ def rule_corroborating(c: Candidate, g: Gathered) -> None:
               f"Other lines in the log agree ({', '.join(sorted(extra))})")
 
 
-def rule_versions(c: Candidate, g: Gathered, missing: dict, notes: list) -> None:
+def rule_versions(c: Candidate, sc: "Scoring") -> None:
+    g, missing, notes = sc.g, sc.missing, sc.version_notes
     for a in c.meta.get("affects", []):
         if not a.get("introduced") and not a.get("fixed"):
             continue   # a note about versions, not a range
@@ -328,8 +326,9 @@ def check(d: dict, facts: dict) -> tuple[bool | None, tuple, str]:
     return None, (), ""
 
 
-def rule_discriminators(c: Candidate, g: Gathered, pointed: dict) -> None:
+def rule_discriminators(c: Candidate, sc: "Scoring") -> None:
     """Each fact counts once, however many discriminators read it."""
+    g, pointed = sc.g, sc.pointed
     all_facts = g.facts_for(c)
     decided: set = set()
     for d in c.meta.get("discriminators", []):
@@ -346,7 +345,8 @@ def rule_discriminators(c: Candidate, g: Gathered, pointed: dict) -> None:
             pointed[d["elsewhere"]] = pointed.get(d["elsewhere"], 0) + 1
 
 
-def rule_baseline(c: Candidate, baseline_shapes: set | None) -> None:
+def rule_baseline(c: Candidate, sc: "Scoring") -> None:
+    baseline_shapes = sc.baseline_shapes
     if baseline_shapes is None or c.first is None:
         return
     if shape(c.first["text"]) in baseline_shapes:
@@ -355,9 +355,9 @@ def rule_baseline(c: Candidate, baseline_shapes: set | None) -> None:
         c.add("BASELINE_NEW", BASELINE_NEW, "This line never appears in the good (baseline) run")
 
 
-def rule_pointed_at(cands: dict, pointed: dict) -> None:
-    for eid, n in pointed.items():
-        other = cands.get(eid)
+def rule_pointed_at(sc: "Scoring") -> None:
+    for eid, n in sc.pointed.items():
+        other = sc.g.cands.get(eid)
         if other is not None and other.evidence:
             other.add("POINTED_AT", POINTED_AT * n,
                       "A look-alike's check on the log's values points to this failure instead")
@@ -559,7 +559,7 @@ def lookalikes(primary: Candidate, probe: list[str], entries: dict, ranked: set,
     sim = {eid: s for s, eid in nearest(probe, {eid: entries[eid] for eid in when}, limit=len(when),
                                         explained=set(primary.meta.get("text_vector") or ()))}
     picked = sorted(when, key=lambda eid: (status.get(eid, 2), -sim.get(eid, 0.0)))[:room]   # stable
-    return [_guess(entries[eid], eid, round(max(0.05, min(LOOKALIKE_MAX, sim.get(eid, 0.0) * LOOKALIKE_MAX / 0.6)), 2),
+    return [_guess(entries[eid], eid, scaled_similarity(sim.get(eid, 0.0), LOOKALIKE_MAX),
                    f"Not ruled out: {primary.id} is told from this by one check"
                    f"{LOOKALIKE_WHY.get(status.get(eid), '')}; it is this failure when {when[eid].rstrip('.')}")
             for eid in picked]
@@ -588,25 +588,13 @@ def build_report(index: dict, sources: list, baseline: list | None = None, artif
                     new_events.append(dict(where, shape=sh, order=src.order))
         new_events.sort(key=lambda e: (e["order"], e["line"]))
 
-    missing: dict[str, dict] = {}
-    version_notes: list[str] = []
-    pointed: dict[str, int] = {}
     # Supporting lines are abnormal (the validator keeps them out of healthy output), so
     # they can make a low-confidence diagnosis on their own; context lines cannot.
-    scored = [c for c in g.cands.values() if c.evidence]
-    for c in scored:
-        rule_defining(c, g)
-        rule_shared_line(c, g)
-        rule_corroborating(c, g)
-        rule_versions(c, g, missing, version_notes)
-        rule_discriminators(c, g, pointed)
-        rule_baseline(c, baseline_shapes)
-    rule_pointed_at(g.cands, pointed)
-
-    verdict = job_verdict(index, sources, g)
-    hang = rule_job(scored, g, verdict, sources, entries)
-    if hang is not None:
-        scored.append(hang)
+    sc = Scoring(g, [c for c in g.cands.values() if c.evidence], sources, entries, baseline_shapes,
+                 job_verdict(index, sources, g))
+    for rule in RULES:
+        rule.run(sc)
+    scored, missing, version_notes, verdict = sc.scored, sc.missing, sc.version_notes, sc.verdict
     primary, alternatives, collateral, vetoed = rank(scored, g.facts, missing, sources)
     top = verdict["suspects"][0] if verdict["suspects"] else None
     if (primary is not None and top is not None and top["kind"] in ("crashed", "named") and primary.tier > 0
@@ -632,7 +620,7 @@ def build_report(index: dict, sources: list, baseline: list | None = None, artif
                     "how": HOW_TO_GET.get(d["fact"], "")})
 
     def conf(c: Candidate) -> float:
-        return round(min(0.99, max(0.05, c.score)), 2)
+        return confidence(c.score)
 
     def brief(c: Candidate) -> dict:
         return {"id": c.id, "title": c.meta["title"], "confidence": conf(c), "band": band(conf(c)),
@@ -694,7 +682,7 @@ def build_report(index: dict, sources: list, baseline: list | None = None, artif
                 if sim < NEAREST_MIN_SIMILARITY or eid in known:
                     continue
                 e = entries[eid]
-                confidence = round(min(NEAREST_MAX, max(0.05, sim * NEAREST_MAX / 0.6)), 2)
+                confidence = scaled_similarity(sim, NEAREST_MAX)
                 alt_out.append(_guess(e, eid, confidence, f"No signature matched; the log's error lines "
                                                           f"resemble this entry's messages (text similarity "
                                                           f"{sim:.2f})"))
@@ -772,9 +760,15 @@ def _known_rank(f: dict, sources: list) -> bool:
     return src is not None and len(sources) > 1 and source_rank(src, True) is not None
 
 
-def rule_job(scored: list, g: Gathered, verdict: dict, sources: list, entries: dict):
-    """OTHER_RANK and JOB_HANG: the job model's rank steers which cause heads the report.
-    Returns a new candidate for the hang entry when the job model found a silent rank."""
+def rule_job(sc: "Scoring") -> None:
+    """OTHER_RANK and JOB_HANG: the job model's rank steers which cause heads the report;
+    a silent rank the job model found adds the hang entry to the scored candidates."""
+    hang = _job_hang(sc.scored, sc.g, sc.verdict, sc.sources, sc.entries)
+    if hang is not None:
+        sc.scored.append(hang)
+
+
+def _job_hang(scored: list, g: Gathered, verdict: dict, sources: list, entries: dict):
     if not verdict["suspects"]:
         return None
     top = verdict["suspects"][0]
@@ -837,3 +831,72 @@ def _public(f: dict | None) -> dict | None:
     out = {k: f[k] for k in ("source", "line", "text", "before", "after", "rank", "local_rank", "host", "pid", "ts",
                              "entry", "signature", "strength", "facts") if k in f}
     return out
+
+
+# ---------------------------------------------------------------- the registry
+
+class Scoring:
+    """What the rules read and write: the gathered findings, the candidates being scored,
+    the facts found missing, the version notes, the look-alikes pointed at, the inputs, the
+    index's entries, the baseline's line shapes and the job model's verdict."""
+
+    def __init__(self, g: Gathered, scored: list, sources: list, entries: dict, baseline_shapes, verdict: dict):
+        self.g, self.scored, self.sources, self.entries = g, scored, sources, entries
+        self.baseline_shapes, self.verdict = baseline_shapes, verdict
+        self.missing: dict[str, dict] = {}
+        self.version_notes: list[str] = []
+        self.pointed: dict[str, int] = {}
+
+
+class Rule:
+    """One scoring rule: a name, the constants it adds or multiplies (name, value), one
+    paragraph saying when it applies, and its function: per candidate (c, Scoring) or, with
+    each=False, once over them all (Scoring). RULES runs in its order."""
+
+    def __init__(self, name: str, constants: tuple, doc: str, fn, each: bool = True):
+        self.name, self.constants, self.doc, self.fn, self.each = name, constants, doc, fn, each
+
+    def run(self, sc: Scoring) -> None:
+        if self.each:
+            for c in list(sc.scored):
+                self.fn(c, sc)
+        else:
+            self.fn(sc)
+
+
+RULES = (
+    Rule("defining", (("DEFINING", DEFINING), ("SUPPORTING_BASE", SUPPORTING_BASE),
+                      ("SUPPORTING_STEP", SUPPORTING_STEP), ("SUPPORTING_MAX", SUPPORTING_MAX)),
+         "A defining signature matched: the line alone identifies the failure. With only supporting "
+         "lines, a base that grows with each further kind of supporting line, up to a cap; context "
+         "lines add facts only.", rule_defining),
+    Rule("shared-line", (("SHARED_LINE", SHARED_LINE), ("REFINES", REFINES)),
+         "Per other entry whose defining signature matched the same line; an entry that is the "
+         "special case (refines) of one sharing the line gets some back.", rule_shared_line),
+    Rule("corroborating", (("CORROBORATING", CORROBORATING),),
+         f"Per kind of supporting line on other lines than the defining one, at most "
+         f"{CORROBORATING_KINDS} kinds.", rule_corroborating),
+    Rule("versions", (("VERSION_INSIDE", VERSION_INSIDE), ("VERSION_OUTSIDE", VERSION_OUTSIDE)),
+         "The version the log prints is inside, or outside, the entry's affected range; a missing "
+         "version becomes a missing fact.", rule_versions),
+    Rule("discriminators", (("AGREES", AGREES), ("DISAGREES", DISAGREES)),
+         "A machine-checkable discriminator agrees with this entry, or points at a look-alike; once "
+         "per fact, however many discriminators read it.", rule_discriminators),
+    Rule("baseline", (("BASELINE_SEEN", BASELINE_SEEN), ("BASELINE_NEW", BASELINE_NEW)),
+         "With --baseline: the first line also appears in the good run, or never does.", rule_baseline),
+    Rule("pointed-at", (("POINTED_AT", POINTED_AT),),
+         "Per look-alike whose discriminator pointed at this entry instead.", rule_pointed_at, each=False),
+    Rule("job", (("OTHER_RANK", OTHER_RANK), ("JOB_HANG", JOB_HANG)),
+         "The job model (job.py) names the rank that started it: a cause seen only on other ranks is "
+         "multiplied down; a rank that went silent while the others waited or lost it brings the hang "
+         "entry, on the others' lines.", rule_job, each=False),
+)
+
+
+def rules_table() -> str:
+    """The README's table of scoring rules, made from RULES (tests/test_engine.py checks it)."""
+    rows = ["| rule | constants | when |", "| --- | --- | --- |"]
+    for r in RULES:
+        consts = ", ".join(f"`{n}` {v:+.2f}" if n not in ("OTHER_RANK",) else f"`{n}` x{v:.2f}" for n, v in r.constants)
+        rows.append(f"| {r.name} | {consts} | {r.doc} |")
+    return "\n".join(rows)
