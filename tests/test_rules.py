@@ -150,4 +150,4 @@ def test_job_rule_brings_the_hang_entry_for_a_silent_rank():
 def test_similarity_and_confidence_scales():
     assert reason.scaled_similarity(reason.SIMILARITY_FULL, 0.25) == 0.25
     assert reason.scaled_similarity(0.3, 0.25) == 0.12
-    assert reason.confidence(1.7) == reason.CONFIDENCE_MAX and reason.confidence(-1) == reason.CONFIDENCE_MIN
+    assert reason.shown_confidence(1.7) == reason.CONFIDENCE_MAX and reason.shown_confidence(-1) == reason.CONFIDENCE_MIN

@@ -65,7 +65,7 @@ def scaled_similarity(sim: float, cap: float) -> float:
     return round(max(CONFIDENCE_MIN, min(cap, sim * cap / SIMILARITY_FULL)), 2)
 
 
-def confidence(score: float) -> float:
+def shown_confidence(score: float) -> float:
     return round(min(CONFIDENCE_MAX, max(CONFIDENCE_MIN, score)), 2)
 
 
@@ -620,7 +620,7 @@ def build_report(index: dict, sources: list, baseline: list | None = None, artif
                     "how": HOW_TO_GET.get(d["fact"], "")})
 
     def conf(c: Candidate) -> float:
-        return confidence(c.score)
+        return shown_confidence(c.score)
 
     def brief(c: Candidate) -> dict:
         return {"id": c.id, "title": c.meta["title"], "confidence": conf(c), "band": band(conf(c)),
