@@ -397,8 +397,8 @@ def analyze(dumps: list[dict]) -> list[dict]:
                     continue    # all-to-all, gathers and scatters take other sizes on each rank
                 values = {r: json.dumps(ranks[r][seq][key]) for r in ranks}
                 usual, odd, tie = _majority(values)
-                if not odd:
-                    continue
+                if not odd or (tie and len(values) == 2):
+                    continue    # two dumps that disagree: nothing says which is the odd one
                 what = {"op": "operation", "in_sizes": "input sizes", "out_sizes": "output sizes",
                         "in_dtypes": "dtypes"}[key]
                 for r in odd:

@@ -87,6 +87,8 @@ WAITED = ("Timed out waiting", "Watchdog caught collective operation timeout", "
           "timed out after", "wait timeout", "Timeout waiting for key", "collective operation timeout",
           "failed to pass monitoredBarrier", "due to a collective timeout",
           "Detected mismatch between collectives")
+# Gloo's receiving side when a peer sent a tensor of another size or dtype (pair.cc's enforce)
+MISMATCHED = ("Received data size doesn't match expected size",)
 TERMINATED = ("SignalException", "Signal 15 (SIGTERM)", "received signal SIGTERM", "KeyboardInterrupt")
 
 
@@ -368,13 +370,22 @@ def _short(e: dict) -> str:
     return e["text"][:160]
 
 
+# the distributed stack's own words: a "Connection reset by peer" without them is a local
+# socket's (a DataLoader worker that died under its parent: Python's ConnectionResetError)
+_DISTRIBUTED = ("gloo", "pair.cc", "NCCL", "c10d", "TCPStore", "ProcessGroup", "socket.cpp", "Dist",
+                "torch.distributed", "rendezvous", "Rendezvous")
+
+
 def _is_collateral(text: str) -> str | None:
-    """'peer' (its peer went away), 'waited' (it timed out waiting), 'terminated' or None."""
+    """'peer' (its peer went away), 'waited' (it timed out waiting), 'mismatch' (it received
+    another size than it expected from a peer), 'terminated' or None."""
     if any(k in text for k in TERMINATED):
         return "terminated"
+    if any(k in text for k in MISMATCHED):
+        return "mismatch"
     if any(k in text for k in WAITED):
         return "waited"
-    if any(k in text for k in PEER_GONE):
+    if any(k in text for k in PEER_GONE) and any(k in text for k in _DISTRIBUTED):
         return "peer"
     return None
 
@@ -402,6 +413,14 @@ class _Resolver:
                 if e.get("rank") is not None and e["kind"] not in ("report",):
                     self.torchrun_streams.add((e["order"], e.get("stream")))
         self.one_agent = len({s for _, s in streams_with_agent}) <= 1
+        self.torchrun_streams |= streams_with_agent
+        # an agent's own report: the rank it saw fail first, for the error lines of its stream
+        # that carry no rank prefix (no --tee: a worker's traceback is its bare stderr)
+        self.stream_root: dict = {}
+        for j in jobs:
+            for e in j.events:
+                if e["kind"] == "report" and e.get("section") == "root" and "rank" in e:
+                    self.stream_root.setdefault((e["order"], e.get("stream"), e["attempt"]), e["rank"])
         self.logdir_roots = {j.name.split("attempt_")[0] for j in jobs if j.logdir}
 
     def rank(self, e: dict):
@@ -420,6 +439,8 @@ class _Resolver:
             return r
         if e.get("task_rank") is not None and (e["order"], e.get("stream")) not in self.torchrun_streams:
             return e["task_rank"]
+        if e["kind"] in ("error", "fatal") and e.get("stream") is not None:
+            return self.stream_root.get((e["order"], e.get("stream"), e["attempt"]))
         return None
 
 
@@ -451,6 +472,9 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
         # stream was in then
         meta = {k: f[k] for k in ("rank", "local_rank", "host", "ts") if k in f}
         stream = f.get("task", f.get("host"))
+        if "task" in f and f.get("rank") == f["task"]:
+            # the `srun -l` task number, not a rank prefix: resolved like the job's own events
+            meta["task_rank"] = meta.pop("rank")
         e = {"kind": "error", "source": f["source"], "order": f["order"], "line": f["line"], "text": f["text"][:500],
              "stream": stream, "exc": None, "msg": None, "entry": f["entry"], **meta}
         if f["order"] in logdir:
@@ -496,6 +520,9 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
     now = [e for e in events if e["attempt"] == first]
     later = [e for e in events if e["attempt"] > first and e["kind"] in ("error", "fatal", "exit", "report")]
     job["initiating_attempt"] = first
+    if job["attempts"] > 1:
+        # the hang lines carry no attempt: with restarts, only the events' own attempts count
+        waiting_ranks = frozenset()
 
     def collateral(e) -> str | None:
         if (e["source"], e["line"]) in downstream_lines:
@@ -592,7 +619,8 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
     if not own and not named:
         waiting = {r for r, e in coll.items() if e["collateral"] == "waited"} | set(waiting_ranks)
         lost = {r for r, e in coll.items() if e["collateral"] == "peer"}
-        reporters = waiting | lost
+        mism = {r for r, e in coll.items() if e["collateral"] == "mismatch"}
+        reporters = waiting | lost | mism
         ended_alone = {r for r, e in exits.items() if e.get("exitcode") not in (None, -15)}
         terminated = {r for r, e in exits.items() if e.get("exitcode") == -15}
         listed = set(exits)
@@ -601,7 +629,16 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
             known |= set(range(max(known) + 1))
         silent = sorted(known - reporters)
         picks: list[tuple[int, str, str]] = []
-        if lost:
+        if mism:
+            # a rank received a message of another size than it expected: the odd tensor came
+            # from a rank that reported nothing (Gloo aborts the receiver, not the sender)
+            odd = [r for r in silent if r in terminated or r not in listed]
+            if len(odd) == 1:
+                r = odd[0]
+                picks = [(r, "size-mismatch", f"{_ranks_text(sorted(mism))} received data of another size than it "
+                                              f"expected ({_short(coll[min(mism)])[:120]}); rank {r} reported nothing "
+                                              f"and was still in the collective: the odd tensor is its")]
+        if not picks and lost:
             # a peer ended: one that exited on its own without reporting a peer (its own error
             # hidden: --local-ranks-filter, or printed as no traceback), else one that left
             # without any failure (exit 0: torchrun lists it nowhere)
@@ -716,7 +753,8 @@ def _rank_rows(events, known, attempt, res, own=None, coll=None, exits=None) -> 
             row["at"] = {"source": e["source"], "line": e["line"]}
         elif r in coll:
             e = coll[r]
-            row["state"] = {"waited": "timed out", "peer": "lost a peer", "terminated": "stopped"}[e["collateral"]]
+            row["state"] = {"waited": "timed out", "peer": "lost a peer", "terminated": "stopped",
+                            "mismatch": "got a wrong size"}[e["collateral"]]
             row["error"] = _short(e)
             row["at"] = {"source": e["source"], "line": e["line"]}
         else:

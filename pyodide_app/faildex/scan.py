@@ -559,7 +559,7 @@ class Source:
 
     def _where(self, line_no, text, meta) -> dict:
         w = {"source": self.name, "order": self.order, "line": line_no, "text": text[:1000]}
-        for k in ("ts", "rank", "local_rank", "host", "pid"):
+        for k in ("ts", "rank", "local_rank", "host", "pid", "task"):
             if k in meta:
                 w[k] = meta[k]
         if "ts" not in w and self.last_ts is not None:
