@@ -440,7 +440,11 @@ def analyze(dumps: list[dict]) -> list[dict]:
             if isinstance(st, dict) and _int(st.get("last_completed_collective")) is not None:
                 done[r] = _int(st.get("last_completed_collective"))
                 queued.add(_int(st.get("last_enqueued_collective")))
-        if len(done) > 1 and len(set(done.values())) > 1 and len(queued) == 1 and len(suspects) == before:
+        # (and only when some collective of the group never completed: dumps written as each rank
+        # finished a healthy run differ by the last one too)
+        unfinished = any(e["state"] not in ("completed", "") for per in ranks.values() for e in per.values())
+        if (len(done) > 1 and len(set(done.values())) > 1 and len(queued) == 1 and len(suspects) == before
+                and unfinished):
             low = min(done.values())
             for r in sorted(done):
                 if done[r] == low:

@@ -37,6 +37,7 @@ from functools import cmp_to_key
 from .lines import fold, parse_prefix, strip_ansi
 
 MAX_EVENTS = 20000          # events kept per input
+WENT_ON_LINES = 10          # an input this much longer after its errors, and no failure: they were outlived
 TRACEBACK_LINES = 400       # lines read after a traceback header for its exception line
 BLOCK_LINES = 16384         # lines of one launcher failure report read at most
 FOLLOW_BUDGET = 400_000     # lines followed per input in all
@@ -56,9 +57,10 @@ _ITEM = re.compile(r"^\[(?P<n>\d+)\]:\s*$")
 _RANK_FIELD = re.compile(r"(?P<rank>-?\d+) \(local_rank: (?P<local>-?\d+)\)")
 _CODE_FIELD = re.compile(r"(?P<code>-?\d+)(?: \(pid: \d+\))?\s*(?:\((?P<signal>SIG[A-Z0-9]+)\))?")
 _BARRIER = re.compile(r"\bRanks? (?P<ranks>\d+(?:, ?\d+)*) failed to pass monitoredBarrier")
-_MISMATCH = re.compile(r"Rank (?P<a>\d+) is running collective: (?P<fa>CollectiveFingerPrint\([^)]*\))?"
-                       r".{0,400}?but Rank (?P<b>\d+) is running collective: (?P<fb>CollectiveFingerPrint\([^)]*\))?")
-_OPTYPE = re.compile(r"OpType=(?P<op>\w+)")
+_MISMATCH = re.compile(r"Rank (?P<a>\d+) is running collective: (?P<fa>.{0,1500}?), but Rank (?P<b>\d+) is running "
+                       r"collective: (?P<fb>.{0,1500}?)(?:\.Collectives differ|$)")
+# what tells two fingerprints apart (the sequence number is the same by construction)
+_PRINT = re.compile(r"(?:OpType|TensorShape|TensorDtypes)=(?:\[[^\]]*\]|\w+)")
 _SRUN_EXIT = re.compile(r"srun: error: (?P<host>[\w.-]+): tasks? (?P<tasks>[\d,-]+): "
                         r"(?:Exited with exit code (?P<code>\d+)|(?P<how>Killed|Terminated|Segmentation fault|"
                         r"Aborted|Bus error))")
@@ -258,8 +260,7 @@ class JobLines:
             if m:
                 ops = {}
                 for r, fp in ((m.group("a"), m.group("fa")), (m.group("b"), m.group("fb"))):
-                    op = _OPTYPE.search(fp or "")
-                    ops[int(r)] = (op.group("op") if op else (fp or "?"))[:80]
+                    ops[int(r)] = (", ".join(_PRINT.findall(fp or "")) or (fp or "?"))[:160]
                 self._event("mismatch", meta, line_no, text, ops=ops)
             return True
         return False
@@ -315,7 +316,7 @@ class JobLines:
         if body.startswith("===") and block["section"] == "root":
             self.block = None
             return True
-        if body.startswith(("---", "===")) or not body:
+        if body.startswith(("---", "===", "<NO_OTHER_FAILURES>")) or not body:
             return True
         # the traceback field of a Python failure goes on over several indented lines
         if item is not None and "traceback" in item and body and len(item["traceback"]) < 2000:
@@ -445,7 +446,8 @@ class _Resolver:
 
 
 def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, world: int | None = None,
-           extra_ranks: set = frozenset(), causes: list | None = None, waiting_ranks: set = frozenset()) -> dict:
+           extra_ranks: set = frozenset(), causes: list | None = None, waiting_ranks: set = frozenset(),
+           source_lines: dict | None = None) -> dict:
     """The job model's answer: {"suspects": [...], "job": {...}, "verdict": str} (plain data).
 
     jobs: every input's JobLines; source_ranks: input order -> the rank a per-rank input
@@ -513,8 +515,27 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
                                                           "source", "line", "text", "attempt") if k in r}
         job["launcher_root_cause"]["rank"] = job["launcher_root_cause"].pop("grank")
     out = {"suspects": [], "job": job, "verdict": None}
+    job["failed"] = bool(failed_attempts)
     if not failed_attempts:
         job["ranks"] = _rank_rows(events, known, None, res)
+        return out
+    # Did the job fail at all? A launcher that reports a failure, a signal, a rank that
+    # reports a peer's failure or a check that names one. Without any, errors that every
+    # input went on from (a handled exception printed with its traceback, then more
+    # training) did not stop the job.
+    lines = source_lines or {}
+    failing = any(
+        (e["kind"] in ("exit", "report") and e.get("exitcode") not in (None, 0))
+        or e["kind"] in ("srun-exit", "fatal", "named", "mismatch", "attempt-end")
+        or (e["kind"] == "error" and not e.get("entry") and _is_collateral(e["text"] + " " + (e.get("msg") or "")))
+        for e in events)
+    # torchrun's own console (--tee's "[defaultN]:" lines) always ends a failed job with
+    # its "failed (exitcode: ...)" line: without it, the job did not fail
+    tee = any(e["kind"] == "error" and e.get("local_rank") is not None and not logdir.get(e["order"]) for e in events)
+    if not failing and (tee or all(lines.get(e["order"], 0) - e["line"] >= WENT_ON_LINES
+                                   for e in events if e["kind"] == "error")):
+        job["ranks"] = _rank_rows(events, known, None, res)
+        job["outlived"], job["failed"] = True, False
         return out
     first = failed_attempts[0]
     now = [e for e in events if e["attempt"] == first]
@@ -642,13 +663,19 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
             # a peer ended: one that exited on its own without reporting a peer (its own error
             # hidden: --local-ranks-filter, or printed as no traceback), else one that left
             # without any failure (exit 0: torchrun lists it nowhere)
-            picks = [(r, "crashed", f"rank {r} exited with code {exits[r]['exitcode']} without reporting a lost "
-                                    f"peer, while {_ranks_text(sorted(lost))} lost their connection to it")
-                     for r in silent if r in ended_alone]
-            if not picks and agent and len(reporters) * 2 >= len(known):
-                picks = [(r, "exited", f"rank {r} ended without an error of its own (the launcher lists no failure "
-                                       f"for it) while {_ranks_text(sorted(lost))} lost their connection to it")
-                         for r in silent if r not in listed]
+            unlisted = [r for r in silent if r not in listed] if agent and listed else []
+            left = [(r, "exited", f"rank {r} ended without an error of its own (the launcher lists no failure "
+                                  f"for it) while {_ranks_text(sorted(lost))} lost their connection to it")
+                    for r in unlisted]
+            # one rank that the launcher lists nowhere (it exited 0) is the one that left; ranks
+            # that exited non-zero without a visible report may only hide their lost-peer error
+            picks = left if len(left) == 1 else []
+            if not picks:
+                picks = [(r, "crashed", f"rank {r} exited with code {exits[r]['exitcode']} without reporting a lost "
+                                        f"peer, while {_ranks_text(sorted(lost))} lost their connection to it")
+                         for r in silent if r in ended_alone]
+            if not picks and len(reporters) * 2 >= len(known):
+                picks = left
         if not picks and waiting:
             stuck = [r for r in silent if r in terminated or (r not in listed and agent)]
             # most ranks must report the wait (a lone waiting rank may be in a subgroup of its
@@ -662,6 +689,14 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
             ev = ([exits[r]] if r in exits else []) + [coll[o] for o in sorted(reporters) if o in coll][:2]
             suspects.append(_suspect(r, kind, res, ev, why))
         rc = job["launcher_root_cause"]
+        failed = sorted(r for r, e in exits.items() if e.get("exitcode") not in (None, 0, -15))
+        if not picks and not reporters and len(failed) == 1 and not (rc and rc.get("attempt", 0) == first):
+            # one rank the launcher saw fail in that attempt, its own lines hidden
+            r = failed[0]
+            suspects.append(_suspect(r, "crashed", res, [exits[r]],
+                                     f"rank {r} is the one rank the launcher saw fail (exit code "
+                                     f"{exits[r].get('exitcode')}); its own lines are not in these logs"))
+            picks = [(r, "crashed", "")]
         if not picks and rc and rc.get("rank") is not None and rc["rank"] not in reporters:
             # the ranks' own lines are not in the inputs: the launcher's word is all there is
             suspects.append(_suspect(rc["rank"], "launcher", res, [dict(rc, grank=rc["rank"])],
@@ -767,6 +802,11 @@ def _rank_rows(events, known, attempt, res, own=None, coll=None, exits=None) -> 
     return rows
 
 
+def job_exit(job: dict, rank: int):
+    """The exit code the launcher reported for rank, if any (from the job's rank rows)."""
+    return next((r.get("exit") for r in job.get("ranks", []) if r["rank"] == rank), None)
+
+
 def _verdict(suspects: list[dict], job: dict, coll: dict, own: dict) -> str | None:
     """One sentence: who started it, and what the others did."""
     if not suspects:
@@ -782,8 +822,10 @@ def _verdict(suspects: list[dict], job: dict, coll: dict, own: dict) -> str | No
                 f"(no timestamps): start with rank {a}.")
     if top["kind"] == "crashed":
         e = own.get(top["rank"])
+        code = job_exit(job, top["rank"])
         what = (_short(e) if e and e["kind"] != "signal" else
-                f"killed by {e['signal']}" if e else "an error")
+                f"killed by {e['signal']}" if e else
+                f"exit code {code}, its own lines not in these logs" if code is not None else "an error")
         s = f"Rank {top['rank']}{where} failed first{attempt} ({what})"
         if others:
             s += f"; {_ranks_text(others)} then {_collateral_verb(coll, others)}"

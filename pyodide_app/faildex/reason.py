@@ -712,6 +712,10 @@ def build_report(index: dict, sources: list, baseline: list | None = None, artif
                                              for e in new_events[:50]],
                               "new_event_count": len(new_events)}
     report["suspects"] = find_suspects(report, sources, artifacts, index, verdict["suspects"])
+    if sources and not verdict["job"]["failed"] and not report["primary"]:
+        # the logs show a job that did not fail: dumps that differ only in how far each rank
+        # had completed (written as each rank finished) name nobody
+        report["suspects"] = [s for s in report["suspects"] if s["kind"] != "behind"]
     report["job"] = verdict["job"]
     top = verdict["suspects"][0]["rank"] if verdict["suspects"] else None
     report["job"]["timeline"] = jobmodel.timeline(report["job"], top) if verdict["suspects"] else []
@@ -743,7 +747,8 @@ def job_verdict(index: dict, sources: list, g: Gathered) -> dict:
         causes = [dict(f, entry=c.id) for c in g.cands.values() if c.tier == 0 for f in c.supporting]
     waiting = {it["rank"] for s in sources for it in s.hang.items
                if it.get("rank_scope") == "global" and it["kind"] in ("watchdog", "gloo", "peer-gone", "progress")}
-    return jobmodel.decide([s.job for s in sources], ranks, downstream, world, set(g.ranks), causes, waiting)
+    return jobmodel.decide([s.job for s in sources], ranks, downstream, world, set(g.ranks), causes, waiting,
+                           {s.order: s.lines for s in sources})
 
 
 def _from_rank(f: dict, rank: int, sources: list) -> bool:
