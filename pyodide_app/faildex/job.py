@@ -497,7 +497,7 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
         if e.get("grank") is not None and e.get("host"):
             res.hosts.setdefault(e["grank"], e["host"])
 
-    known = {e["grank"] for e in events if e.get("grank") is not None} | set(extra_ranks)
+    known = {e["grank"] for e in events if e.get("grank") is not None} | set(extra_ranks) | set(source_ranks.values())
     if world:
         known |= set(range(world))
     # attempts: the restart rounds seen; the first one with a failure is where it started
@@ -680,13 +680,21 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
             stuck = [r for r in silent if r in terminated or (r not in listed and agent)]
             # most ranks must report the wait (a lone waiting rank may be in a subgroup of its
             # own), or the launcher stopped exactly one rank that reported nothing
-            if len(reporters) * 2 > len(known) or len([r for r in silent if r in terminated]) == 1:
+            if len(reporters) * 2 > len(known):
                 picks = [(r, "missing", f"rank {r} printed no timeout while {_ranks_text(sorted(waiting))} timed out "
                                         f"waiting in a collective"
                                         + (" (the launcher stopped it: exit code -15)" if r in terminated else ""))
                          for r in stuck]
+        if not picks and mism:
+            # every rank reported something: the receiver that aborted is the first failure the
+            # logs show, though not which rank sent the odd tensor (a dump would say)
+            picks = [(r, "crashed", f"rank {r} failed first: it aborted on receiving data of another size than it expected "
+                                    f"({_short(coll[r])[:120]}); these logs do not say which rank sent it")
+                     for r in [e["grank"] for e in _by_time([coll[x] for x in mism])]]
         for r, kind, why in picks[:8]:
             ev = ([exits[r]] if r in exits else []) + [coll[o] for o in sorted(reporters) if o in coll][:2]
+            if kind == "crashed" and r in coll:
+                ev = [coll[r]]
             suspects.append(_suspect(r, kind, res, ev, why))
         rc = job["launcher_root_cause"]
         failed = sorted(r for r, e in exits.items() if e.get("exitcode") not in (None, 0, -15))

@@ -751,7 +751,14 @@ def job_verdict(index: dict, sources: list, g: Gathered) -> dict:
                            {s.order: s.lines for s in sources})
 
 
+def _by_task(f: dict) -> bool:
+    """The finding's rank is an `srun -l` task number, which may be a node, not a rank."""
+    return "task" in f and f.get("rank") == f["task"]
+
+
 def _from_rank(f: dict, rank: int, sources: list) -> bool:
+    if _by_task(f):
+        return False
     if "rank" in f:
         return f["rank"] == rank
     src = next((s for s in sources if s.name == f["source"]), None)
@@ -759,6 +766,8 @@ def _from_rank(f: dict, rank: int, sources: list) -> bool:
 
 
 def _known_rank(f: dict, sources: list) -> bool:
+    if _by_task(f):
+        return False
     if "rank" in f:
         return True
     src = next((s for s in sources if s.name == f["source"]), None)
