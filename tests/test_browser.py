@@ -320,6 +320,11 @@ def test_a_phone_reads_who_started_it_first(chromium, origin, root):
     try:
         pg.goto(f"{origin}/diagnose/")
         pg.wait_for_selector("[data-testid=status][data-state=ready]", timeout=READY_MS)
+        # the paste box and the Diagnose button are on the first screen; no keyboard hint on a touch screen
+        bottoms = pg.evaluate("""() => ['log-input', 'diagnose'].map(t =>
+            document.querySelector(`[data-testid=${t}]`).getBoundingClientRect().bottom)""")
+        assert max(bottoms) < 844, bottoms
+        assert not pg.locator("#fdx-keys").is_visible()
         drop_files(pg, [root / "tests" / "data" / "job" / "hang-rank2-console.log"])
         assert diagnose_and_wait(pg) == "collective-hang-one-rank-stuck"
         verdict = pg.locator("[data-testid=verdict]").inner_text()
@@ -333,6 +338,9 @@ def test_a_phone_reads_who_started_it_first(chromium, origin, root):
         # the sentence is on the first screen, and the page does not scroll sideways
         assert order[0] < 844
         assert pg.evaluate("() => document.documentElement.scrollWidth") <= 390
+        # no noise: a small input gets no "0.0 MB in 0.17 s", the rank rows replace the findings' lanes
+        assert pg.inner_text("[data-testid=progress-text]") == ""
+        assert pg.locator("[data-testid=timeline]").count() == 0
         out = Path(os.environ.get("FAILDEX_SCREENSHOTS", Path(tempfile.gettempdir()) / "faildex-screenshots"))
         out.mkdir(parents=True, exist_ok=True)
         pg.screenshot(path=str(out / "diagnose-hang-phone.png"), full_page=False)

@@ -315,7 +315,9 @@ def _describe(e: dict) -> str:
 
 
 def _evidence(dump: dict, e: dict) -> dict:
+    # `line` keeps the report's shape (record id + 1); `record` says what it really is
     return {"source": dump["name"], "line": (e["record"] + 1) if e["record"] is not None else 0,
+            **({"record": e["record"]} if e["record"] is not None else {}),
             "text": f"pg {e['pg']}{' (' + e['pg_desc'] + ')' if e['pg_desc'] else ''} "
                     f"{_describe(e)}, state {e['state'] or '?'}, created {_clock(e['created_ns'])} UTC"
                     + (f", called from {e['caller']}" if e["caller"] else "")}

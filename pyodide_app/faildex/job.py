@@ -362,9 +362,14 @@ def _ranks_text(ranks) -> str:
     return ("rank " if len(ranks) == 1 else "ranks ") + ",".join(spans)
 
 
+# "[/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] " before a message:
+# where in the C++ source it was raised, which the reader of a one-line summary does not need
+_SOURCE_AT = re.compile(r"\[(?:enforce fail at )?[^\]\s]*/[^\]\s]*\.(?:cc|cpp|cu|h|hpp|py):\d+\]\s?")
+
+
 def _short(e: dict) -> str:
     if e.get("exc"):
-        msg = e.get("msg") or ""
+        msg = _SOURCE_AT.sub("", e.get("msg") or "")
         return f"{e['exc']}: {msg[:140]}" if msg else e["exc"]
     if e["kind"] == "fatal":
         return f"Fatal Python error: {e['what']}"
@@ -866,22 +871,27 @@ def timeline(job: dict, lead: int | None = None) -> list[dict]:
     rows: list[dict] = []
     for r in job.get("ranks", []):
         key = (r.get("host"), r["state"], _DIGITS.sub("#", fold(r.get("error", "")))[:120], r.get("exit"), r.get("signal"))
-        last = rows[-1] if rows else None
-        if (last is not None and last["key"] == key and last["last"] == r["rank"] - 1
-                and r["rank"] != lead and last["first"] != lead):
-            last["last"] = r["rank"]
+        if r["rank"] == lead:
+            rows.append({"key": None, "members": [r["rank"]], "count": 1, "row": r})
+            continue
+        last = next((g for g in reversed(rows) if g["key"] is not None), None)
+        # next to the last row's ranks, the lead's own row left out
+        adjacent = last is not None and (last["members"][-1] == r["rank"] - 1 or
+                                         (lead is not None and last["members"][-1] == lead - 1 and r["rank"] == lead + 1))
+        if last is not None and last["key"] == key and adjacent:
+            last["members"].append(r["rank"])
             last["count"] += 1
             continue
-        rows.append({"key": key, "first": r["rank"], "last": r["rank"], "count": 1, "row": r})
+        rows.append({"key": key, "members": [r["rank"]], "count": 1, "row": r})
     out = []
     for g in rows:
         r = g["row"]
-        ranks = str(g["first"]) if g["count"] == 1 else f"{g['first']}-{g['last']}"
+        ranks = _ranks_text(g["members"]).split(" ", 1)[1]
         item = {"ranks": ranks, "count": g["count"], "state": r["state"]}
         for k in ("host", "error", "exit", "signal", "at"):
             if k in r:
                 item[k] = r[k]
-        if g["first"] == lead:
+        if g["key"] is None:
             item["lead"] = True
         out.append(item)
     out.sort(key=lambda x: not x.get("lead"))

@@ -716,6 +716,15 @@ def build_report(index: dict, sources: list, baseline: list | None = None, artif
         # the logs show a job that did not fail: dumps that differ only in how far each rank
         # had completed (written as each rank finished) name nobody
         report["suspects"] = [s for s in report["suspects"] if s["kind"] != "behind"]
+    top_job = verdict["suspects"][0] if verdict["suspects"] else None
+    if report["unmatched"] and top_job and top_job["kind"] == "crashed" and top_job["evidence"]:
+        # the error to start from is the initiating rank's, not the last rank's report of it
+        first = top_job["evidence"][0]
+        src = next((s for s in sources if s.name == first["source"]), None)
+        line = {"source": first["source"], "line": first["line"], "text": first["text"], "rank": top_job["rank"]}
+        if src is not None:
+            report["unmatched"]["first_error"] = line
+            report["unmatched"]["last_exception"] = line
     report["job"] = verdict["job"]
     top = verdict["suspects"][0]["rank"] if verdict["suspects"] else None
     report["job"]["timeline"] = jobmodel.timeline(report["job"], top) if verdict["suspects"] else []

@@ -42,7 +42,8 @@ def to_text(report: dict, color: bool = False, site: str = SITE) -> str:
             out.append(f"  rank {sus['rank']}" + _scope(sus) + (f" on {sus['host']}" if sus.get("host") else "")
                        + f": {sus['kind']} · {sus['why']}")
             for e in sus["evidence"][:3]:
-                out.append(c("36", f"      {e['source']}:{e['line']}: ") + e["text"][:200])
+                at = f"{e['source']} record {e['record']}" if "record" in e else f"{e['source']}:{e['line']}"
+                out.append(c("36", f"      {at}: ") + e["text"][:200])
         out.append("")
     if p:
         out.append(c("1;31", f"{p['title']}") + f"  [{p['id']}]")

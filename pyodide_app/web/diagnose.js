@@ -193,8 +193,9 @@ function onWorker(msg) {
     labels = msg.labels || {};
     categories = msg.categories || {};
     const rate = msg.bytes / Math.max(msg.seconds, 1e-3);
-    $("#fdx-progress-text").textContent =
-      `${mb(msg.bytes)} MB in ${msg.seconds.toFixed(2)} s (${mb(rate)} MB/s)`;
+    // the size and speed only say something for a file of some size; for a paste they are noise
+    $("#fdx-progress-text").textContent = msg.bytes >= 1e6
+      ? `${mb(msg.bytes)} MB in ${msg.seconds.toFixed(2)} s (${mb(rate)} MB/s)` : "";
     const bar = $("[data-testid=progress]");
     bar.max = 1;
     bar.value = 1;
@@ -557,7 +558,9 @@ function renderSuspects(r, slot) {
       s.host ? ` on ${s.host}` : "", " · ",
       el("code", { text: s.kind }), ` · ${s.why}`,
       s.evidence && s.evidence.length
-        ? el("ul", {}, s.evidence.slice(0, 3).map((e) => el("li", {}, `${e.source}:${e.line} `, el("code", { text: e.text }))))
+        ? el("ul", {}, s.evidence.slice(0, 3).map((e) => el("li", {},
+          // a dump's entry has a record id, not a line
+          e.record !== undefined ? `${e.source} record ${e.record} ` : `${e.source}:${e.line} `, el("code", { text: e.text }))))
         : null)))));
 }
 
@@ -582,7 +585,8 @@ function renderReport(r, opts = {}) {
   }
   const top = head(r, opts);
   out.append(top);
-  const tl = timeline(r);
+  // the findings' timeline, unless the job model's rank rows already tell who did what when
+  const tl = ((r.job && r.job.timeline) || []).length > 1 ? null : timeline(r);
   if (tl) out.append(tl);
   if (r.evidence && r.evidence.length) out.append(section("Evidence", r.evidence.map(evidenceBlock)));
   const p = r.primary;
