@@ -136,3 +136,19 @@ def test_first_suspect_on_real_multi_rank_runs(part):
     assert s["faildex"] >= s["baseline"]
     # never worse than the launcher's block where the block names the real culprit
     assert not s["worse_than_baseline"], s["worse_than_baseline"]
+
+
+def test_nccl_ras_missing_rank_is_the_suspect_with_its_node(index):
+    # NVIDIA/nccl#1762 (tests/data/job/README.md): RAS has no data from rank 1 on 10.4.109.13
+    r = diagnose([str(JOB / "ras-nccl-1762-incomplete.txt")], index)
+    assert (first(r)["rank"], first(r)["kind"], first(r)["host"]) == (1, "missing", "10.4.109.13")
+    assert r["verdict"].startswith("Rank 1 on 10.4.109.13 stopped responding")
+
+
+def test_nccl_ras_lists_the_ranks_ahead_and_the_report_says_so(index):
+    # NVIDIA/nccl#1911: RAS lists ranks 12 and 13 at operation 641 while 30 ranks are at 640;
+    # naming 12 or 13 would name ranks that are waiting, not the stragglers
+    r = diagnose([str(JOB / "ras-nccl-1911-mismatch.txt")], index)
+    assert not r["suspects"]
+    assert r["job"]["ras_ahead"] == [12, 13]
+    assert "the 30 ranks behind them" in r["verdict"]

@@ -47,7 +47,8 @@ FOLLOW_BUDGET = 400_000     # lines followed per input in all
 # scan.TRACE_MARKERS word already.
 JOB_ANCHORS = ("failed (exitcode:", "Root Cause (first observed failure)", "ChildFailedError",
                "attempts left", "failed to pass monitoredBarrier", "is running collective:",
-               "srun: error:", "Fatal Python error:", "terminate called after throwing")
+               "srun: error:", "Fatal Python error:", "terminate called after throwing",
+               "managed by process", "launched up to operation", "Missing communicator data from")
 
 _EXIT = re.compile(r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local>\d+) \(pid: \d+\)")
 _RESTART = re.compile(r"Worker group (?P<state>[A-Z]+)\. (?P<left>\d+)/(?P<max>\d+) attempts left")
@@ -65,6 +66,12 @@ _SRUN_EXIT = re.compile(r"srun: error: (?P<host>[\w.-]+): tasks? (?P<tasks>[\d,-
                         r"(?:Exited with exit code (?P<code>\d+)|(?P<how>Killed|Terminated|Segmentation fault|"
                         r"Aborted|Bus error))")
 _FATAL = re.compile(r"^Fatal Python error: (?P<what>.{1,120})")
+# NCCL RAS (`ncclras`, NCCL 2.24+; src/ras/client_support.cc), as NVIDIA/nccl#1762 and #1911 show it:
+#   "#0-0 (b3398875b8b2a063) INCOMPLETE" / "  Missing communicator data from 1 rank"
+#   "  30 ranks have launched up to operation 640" / "  2 ranks have launched up to operation 641"
+#   "  Rank 12 -- GPU 4 managed by process 323032 on node 10.137.190.124"
+_RAS_RANK = re.compile(r"\bRank (?P<rank>\d+) -- GPU (?P<gpu>\d+) managed by process (?P<pid>\d+) on node (?P<node>\S+)")
+_RAS_COUNT = re.compile(r"\b(?P<n>\d+) ranks? ha(?:ve|s) launched up to operation (?P<op>\d+)")
 # The last line of a Python traceback: "pkg.mod.Name: message" or a bare "Name".
 _EXC_LINE = re.compile(r"^(?P<name>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Failure|"
                        r"Timeout|Fault|Abort|Exception\w*)|(?:[A-Za-z_]\w*\.)*[A-Z]\w*)(?::\s?(?P<msg>.*))?$")
@@ -108,6 +115,7 @@ class JobLines:
         self.seen_to = 0               # lines up to here were read by following
         self.budget = FOLLOW_BUDGET
         self.agent = False             # a torchrun agent's own lines are in this input
+        self.ras = None                # the NCCL RAS report section being read (_ras)
         m = _LOGDIR.search(name)
         # torchrun --log-dir: <dir>/<run_id>/attempt_<N>/<local_rank>/stdout.log
         self.logdir = {"attempt": int(m.group("attempt")), "local_rank": int(m.group("local"))} if m else None
@@ -246,6 +254,27 @@ class JobLines:
         m = _FATAL.match(body)
         if m:
             self._event("fatal", meta, line_no, text, what=m.group("what"))
+            return
+        self._ras(rest, meta, line_no, text)
+
+    def _ras(self, rest: str, meta: dict, line_no: int, text: str) -> None:
+        """NCCL RAS's report: ranks it misses, and operation counts that differ."""
+        if "Missing communicator data from" in rest:
+            self.ras = {"section": "missing", "counts": []}
+            return
+        m = _RAS_COUNT.search(rest)
+        if m:
+            ras = getattr(self, "ras", None)
+            if ras is None or ras["section"] != "counts" or (ras["counts"] and ras.get("listed")):
+                ras = self.ras = {"section": "counts", "counts": []}
+            ras["counts"].append((int(m.group("n")), int(m.group("op"))))
+            return
+        m = _RAS_RANK.search(rest)
+        ras = getattr(self, "ras", None)
+        if m and ras is not None:
+            ras["listed"] = True
+            self._event("ras", {}, line_no, text, section=ras["section"], counts=list(ras["counts"]),
+                        ras_rank=int(m.group("rank")), node=m.group("node"), pid=int(m.group("pid")))
 
     def _names(self, rest: str, meta: dict, line_no: int, text: str) -> bool:
         """A line that names ranks: a monitored barrier's, the collective-mismatch check's."""
@@ -508,7 +537,7 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
     # attempts: the restart rounds seen; the first one with a failure is where it started
     # a restart shows as a rank's lines, an exit or a report after an attempt ended
     attempts = sorted({e["attempt"] for e in events if e["kind"] in ("error", "fatal", "exit", "report")})
-    failed_attempts = sorted({e["attempt"] for e in events if e["kind"] in ("error", "fatal", "named", "mismatch")
+    failed_attempts = sorted({e["attempt"] for e in events if e["kind"] in ("error", "fatal", "named", "mismatch", "ras")
                               or (e["kind"] in ("exit", "report") and e.get("exitcode"))
                               or (e["kind"] == "srun-exit")})
     job = {"attempts": (max(attempts) + 1) if attempts else 1, "ranks": [], "world_size": world,
@@ -531,7 +560,7 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
     lines = source_lines or {}
     failing = any(
         (e["kind"] in ("exit", "report") and e.get("exitcode") not in (None, 0))
-        or e["kind"] in ("srun-exit", "fatal", "named", "mismatch", "attempt-end")
+        or e["kind"] in ("srun-exit", "fatal", "named", "mismatch", "attempt-end", "ras")
         or (e["kind"] == "error" and not e.get("entry") and _is_collateral(e["text"] + " " + (e.get("msg") or "")))
         for e in events)
     # torchrun's own console (--tee's "[defaultN]:" lines) always ends a failed job with
@@ -620,6 +649,30 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
         suspects.append(_suspect(r, "named", res, evs[:2],
                                  f"rank {r} is named by {'a monitored barrier' if how == 'monitoredBarrier' else 'the collective-mismatch check'} "
                                  f"({evs[0]['text'][:160].strip()})"))
+    # 1b. NCCL RAS: ranks it cannot reach, and ranks whose operation count is behind the others'
+    for e in now:
+        if e["kind"] != "ras":
+            continue
+        r = e["ras_rank"]
+        res.hosts.setdefault(r, e["node"])
+        if e["section"] == "missing":
+            named.setdefault(r, []).append(e)
+            suspects.append(_suspect(r, "missing", res, [e], f"NCCL RAS has no data from rank {r} (process "
+                                                             f"{e['pid']} on {e['node']}): it stopped responding"))
+        elif len(e["counts"]) > 1:
+            ops = sorted({op for _, op in e["counts"]})
+            listed_op = min(e["counts"])[1]         # RAS lists the smaller group's ranks
+            if listed_op == ops[0]:
+                named.setdefault(r, []).append(e)
+                suspects.append(_suspect(r, "behind", res, [e], f"NCCL RAS: rank {r} has launched up to operation "
+                                                                f"{listed_op}, the others up to {ops[-1]}"))
+            else:
+                job["ras_ahead"] = sorted(set(job.get("ras_ahead", [])) | {r})
+    if job.get("ras_ahead"):
+        behind = [n for n, op in next(e["counts"] for e in now if e["kind"] == "ras" and len(e["counts"]) > 1)
+                  if op != max(op for _, op in next(e["counts"] for e in now if e["kind"] == "ras"))]
+        job["ras_note"] = (f"NCCL RAS lists {_ranks_text(job['ras_ahead'])}, which are ahead; the "
+                           f"{sum(behind)} ranks behind them are the ones to look at (RAS does not list them)")
     # 2. own failures, earliest first
     if own:
         ordered = _by_time(list(own.values()))
@@ -741,7 +794,7 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
             job["undecided"] = [suspects[0]["rank"], suspects[1]["rank"]]
     out["suspects"] = suspects
     job["ranks"] = _rank_rows(events, known, first, res, own, coll, exits)
-    out["verdict"] = _verdict(suspects, job, coll, own)
+    out["verdict"] = _verdict(suspects, job, coll, own) or (job["ras_note"] + "." if job.get("ras_note") else None)
     return out
 
 
@@ -843,7 +896,8 @@ def _verdict(suspects: list[dict], job: dict, coll: dict, own: dict) -> str | No
         if others:
             s += f"; {_ranks_text(others)} then {_collateral_verb(coll, others)}"
     elif top["kind"] == "missing":
-        s = f"Rank {top['rank']}{where} stopped responding{attempt}: {_ranks_text(others)} timed out waiting for it"
+        s = (f"Rank {top['rank']}{where} stopped responding{attempt}: " +
+             (f"{_ranks_text(others)} timed out waiting for it" if others else top["why"]))
     elif top["kind"] == "exited":
         s = f"Rank {top['rank']}{where} ended{attempt} without an error of its own: {_ranks_text(others)} then lost their connection to it"
     elif top["kind"] == "named":

@@ -827,7 +827,8 @@ def _verdict(report: dict, verdict: dict) -> str | None:
     """The report's first sentence: who started it (the job model), else what (the primary)."""
     top = report["suspects"][0] if report.get("suspects") else None
     decided = verdict["suspects"][0] if verdict["suspects"] else None
-    if verdict.get("verdict") and top is not None and decided is not None and top["rank"] == decided["rank"]:
+    if verdict.get("verdict") and ((top is not None and decided is not None and top["rank"] == decided["rank"])
+                                   or (top is None and decided is None)):
         return verdict["verdict"]
     # dumps or the hang lines name a rank more specifically than the job model did: the
     # sentence follows the suspect listed first
