@@ -534,6 +534,15 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
     known = {e["grank"] for e in events if e.get("grank") is not None} | set(extra_ranks) | set(source_ranks.values())
     if world:
         known |= set(range(world))
+    elif len({(o, st) for (o, st, _) in res.local_map}) > 1 and not source_ranks:
+        # (per-rank files, when given, say which ranks there are: nodes may run different counts)
+        # several agents: torchrun gives each node a block of --nproc-per-node consecutive
+        # ranks, so a node whose report names one of its ranks has the whole block (a rank
+        # that exited 0 early appears in no report)
+        nproc = max(l for (_, _, l) in res.local_map if l is not None) + 1
+        for (o, st, l), r in res.local_map.items():
+            if l is not None and r is not None and r - l >= 0:
+                known |= set(range(r - l, r - l + nproc))
     # attempts: the restart rounds seen; the first one with a failure is where it started
     # a restart shows as a rank's lines, an exit or a report after an attempt ended
     attempts = sorted({e["attempt"] for e in events if e["kind"] in ("error", "fatal", "exit", "report")})

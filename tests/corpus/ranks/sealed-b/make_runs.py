@@ -237,6 +237,7 @@ def main():
     ap.add_argument("--only")
     ap.add_argument("--jobs", type=int, default=2)
     a = ap.parse_args()
+    a.out = os.path.abspath(a.out)
     os.makedirs(a.out, exist_ok=True)
     os.makedirs(EXT_DIR, exist_ok=True)
     with open(os.path.join(EXT_DIR, "fused_shard_ext.py"), "w") as f:
@@ -277,7 +278,7 @@ def main():
     with open(mpath, "w") as f:
         for k in sorted(blocks):
             f.write(blocks[k])
-    with open(os.path.join(a.out, "problems.json"), "w") as f:
+    with open("/tmp/sealedb_problems.json", "w") as f:
         json.dump({k: v[1] for k, v in res.items() if v[1]}, f, indent=1)
     shutil.rmtree(SIDE_ROOT, ignore_errors=True)
 
