@@ -198,6 +198,9 @@ def _source_digest(root: Path) -> str:
     h = hashlib.sha256()
     files = sorted((root / "entries").rglob("*"))   # entries, their examples, and entries/healthy/
     files += sorted((root / "generator").glob("*.py"))
+    # the engine modules the build imports (reason.tokens, lines, context, scan's anchors): an
+    # engine edit must not leave `faildex diagnose` a stale index
+    files += sorted((root / "pyodide_app" / "faildex").glob("*.py"))
     for p in files:
         if p.is_file():
             st = p.stat()

@@ -151,3 +151,21 @@ def test_similarity_and_confidence_scales():
     assert reason.scaled_similarity(reason.SIMILARITY_FULL, 0.25) == 0.25
     assert reason.scaled_similarity(0.3, 0.25) == 0.12
     assert reason.shown_confidence(1.7) == reason.CONFIDENCE_MAX and reason.shown_confidence(-1) == reason.CONFIDENCE_MIN
+
+
+def test_the_checkouts_index_cache_is_keyed_on_the_engine_too(tmp_path):
+    # generator/index.py builds the index with the engine's modules (reason.tokens, lines,
+    # context): an edit there must give a new cache key
+    import os
+    import sys
+    sys.path.insert(0, str(ROOT))
+    from generator.index import _source_digest
+    before = _source_digest(ROOT)
+    engine = ROOT / "pyodide_app" / "faildex" / "lines.py"
+    st = engine.stat()
+    try:
+        os.utime(engine, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+        assert _source_digest(ROOT) != before
+    finally:
+        os.utime(engine, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert _source_digest(ROOT) == before
