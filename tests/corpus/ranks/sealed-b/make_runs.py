@@ -217,7 +217,7 @@ def run_one(s, outdir, port):
         fired.sort(key=lambda r: r["rank"])
         culprit["rank"] = fired[0]["rank"]
         culprit["host"] = fired[0]["node"]
-        note += f"; module missing on node {fired[0]['node']}, all its ranks {[r['rank'] for r in fired]} fail at import; culprit = lowest"
+        note += f"; module missing on node {fired[0]['node']}, ranks that reached the import before the agent stopped them: {[r['rank'] for r in fired]}; culprit = lowest of those"
     if s["a1_kind"]:
         note += f"; attempt 1 fault {s['a1_kind']} fired on ranks {a1}"
     if s["kind"] == "healthy" and s["warn"]:
