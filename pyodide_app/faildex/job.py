@@ -448,6 +448,15 @@ class _Resolver:
                 if e.get("rank") is not None and e["kind"] not in ("report",):
                     self.torchrun_streams.add((e["order"], e.get("stream")))
         self.one_agent = len({s for _, s in streams_with_agent}) <= 1
+        # the ranks each stream's lines name ("[rankN]:"), and --nproc-per-node from the reports:
+        # an agent that printed no report of its own still holds the block its ranks fall in
+        self.stream_ranks: dict = {}
+        for j in jobs:
+            for e in j.events:
+                if e.get("rank") is not None and e["kind"] not in ("report",):
+                    self.stream_ranks.setdefault((e["order"], e.get("stream")), set()).add(e["rank"])
+        locals_ = [l for (_, _, l) in self.local_map if l is not None]
+        self.nproc = max(locals_) + 1 if locals_ else None
         self.torchrun_streams |= streams_with_agent
         # an agent's own report: the rank it saw fail first, for the error lines of its stream
         # that carry no rank prefix (no --tee: a worker's traceback is its bare stderr)
@@ -469,6 +478,9 @@ class _Resolver:
                 return self.local_map[key]
             if self.one_agent:
                 return e["local_rank"]
+            seen = self.stream_ranks.get((e["order"], e.get("stream")))
+            if seen and self.nproc and e["local_rank"] < self.nproc:
+                return (min(seen) // self.nproc) * self.nproc + e["local_rank"]
         r = self.source_ranks.get(e["order"])
         if r is not None:
             return r
