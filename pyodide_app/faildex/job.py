@@ -636,9 +636,11 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
         if code is not None and code < 0 and code != -15 and r not in own and r not in coll:
             sig = e.get("signal") or _SIGNAL_NAMES.get(code, f"signal {-code}")
             own[r] = dict(e, kind="signal", signal=sig)
-    for e in now:
-        if e["kind"] == "srun-exit" and e.get("how") in ("Segmentation fault", "Aborted", "Bus error", "Killed"):
-            pass   # a node's task: no rank unless srun runs the ranks; reported in the job facts
+    # Slurm's word on the node's tasks (a task is a node's agent when torchrun runs inside)
+    srun = [{k: e[k] for k in ("host", "tasks", "exitcode", "how", "source", "line") if e.get(k) is not None}
+            for e in now if e["kind"] == "srun-exit"]
+    if srun:
+        job["srun_exits"] = srun[:16]
 
     suspects: list[dict] = []
     # 1. a line names the rank
