@@ -47,6 +47,9 @@ BASELINE_SEEN, BASELINE_NEW = -0.30, 0.05
 UNORDERED = 0.80
 OTHER_RANK = 0.50
 JOB_HANG, JOB_HANG_ENTRY = 0.75, "collective-hang-one-rank-stuck"
+JOB_MISMATCH_ENTRY = "collective-mismatch-desync"
+HANG_KINDS = ("missing", "exited", "late", "behind")          # suspects.KINDS of a rank the others waited for
+MISMATCH_KINDS = ("op-mismatch", "size-mismatch", "dtype-mismatch")
 DOWNSTREAM_ONLY, DOWNSTREAM_CAP = 0.66, 0.60
 CONTENDERS = 0.30          # causes within this of the best are ordered by time
 NEAREST_MAX, NEAREST_MIN_SIMILARITY = 0.25, 0.08
@@ -590,8 +593,14 @@ def build_report(index: dict, sources: list, baseline: list | None = None, artif
 
     # Supporting lines are abnormal (the validator keeps them out of healthy output), so
     # they can make a low-confidence diagnosis on their own; context lines cannot.
-    sc = Scoring(g, [c for c in g.cands.values() if c.evidence], sources, entries, baseline_shapes,
-                 job_verdict(index, sources, g))
+    verdict = job_verdict(index, sources, g)
+    suspects = find_suspects({"facts": g.facts}, sources, artifacts, index, verdict["suspects"])
+    if sources and not verdict["job"]["failed"] and not any(c.evidence for c in g.cands.values()):
+        # the logs show a job that did not fail: dumps that differ only in how far each rank
+        # had completed (written as each rank finished) name nobody
+        suspects = [s for s in suspects if s["kind"] != "behind"]
+    sc = Scoring(g, [c for c in g.cands.values() if c.evidence], sources, entries, baseline_shapes, verdict,
+                 suspects)
     for rule in RULES:
         rule.run(sc)
     scored, missing, version_notes, verdict = sc.scored, sc.missing, sc.version_notes, sc.verdict
@@ -711,11 +720,7 @@ def build_report(index: dict, sources: list, baseline: list | None = None, artif
                               "new_events": [{k: e[k] for k in ("source", "line", "text", "shape")}
                                              for e in new_events[:50]],
                               "new_event_count": len(new_events)}
-    report["suspects"] = find_suspects(report, sources, artifacts, index, verdict["suspects"])
-    if sources and not verdict["job"]["failed"] and not report["primary"]:
-        # the logs show a job that did not fail: dumps that differ only in how far each rank
-        # had completed (written as each rank finished) name nobody
-        report["suspects"] = [s for s in report["suspects"] if s["kind"] != "behind"]
+    report["suspects"] = suspects
     top_job = verdict["suspects"][0] if verdict["suspects"] else None
     if report["unmatched"] and top_job and top_job["kind"] == "crashed" and top_job["evidence"]:
         # the error to start from is the initiating rank's, not the last rank's report of it
@@ -786,15 +791,15 @@ def _known_rank(f: dict, sources: list) -> bool:
 def rule_job(sc: "Scoring") -> None:
     """OTHER_RANK and JOB_HANG: the job model's rank steers which cause heads the report;
     a silent rank the job model found adds the hang entry to the scored candidates."""
-    hang = _job_hang(sc.scored, sc.g, sc.verdict, sc.sources, sc.entries)
+    hang = _job_hang(sc.scored, sc.g, sc.verdict, sc.sources, sc.entries, sc.suspects)
     if hang is not None:
         sc.scored.append(hang)
 
 
-def _job_hang(scored: list, g: Gathered, verdict: dict, sources: list, entries: dict):
-    if not verdict["suspects"]:
+def _job_hang(scored: list, g: Gathered, verdict: dict, sources: list, entries: dict, suspects: list):
+    if not suspects:
         return None
-    top = verdict["suspects"][0]
+    top = suspects[0]        # the job model's, or what dumps and hang lines name more specifically
     r = top["rank"]
     if top["kind"] in ("crashed", "named"):
         for c in scored:
@@ -804,22 +809,25 @@ def _job_hang(scored: list, g: Gathered, verdict: dict, sources: list, entries: 
                 c.factor *= OTHER_RANK
                 c.add("OTHER_RANK", 0.0, f"Only seen on ranks other than rank {r}, which failed first")
         return None
-    if top["kind"] not in ("missing", "exited") or JOB_HANG_ENTRY not in entries:
+    eid = JOB_HANG_ENTRY if top["kind"] in HANG_KINDS else JOB_MISMATCH_ENTRY if top["kind"] in MISMATCH_KINDS else None
+    if eid is None or eid not in entries:
         return None
-    c = g.cands.get(JOB_HANG_ENTRY) or Candidate(JOB_HANG_ENTRY, entries[JOB_HANG_ENTRY])
+    c = g.cands.get(eid) or Candidate(eid, entries[eid])
     ev = [e for e in top["evidence"] if e.get("line")]
     by_name = {s.name: s for s in sources}
     for e in ev:
         f = dict(e, order=by_name[e["source"]].order if e["source"] in by_name else 0, facts={},
-                 entry=JOB_HANG_ENTRY, signature="job-model", strength="defining", before=[], after=[])
+                 entry=eid, signature="job-model", strength="defining", before=[], after=[])
         c.defining.append(f)
     if not c.defining:
         return None
-    c.parts = [p for p in c.parts if p[0] != "DEFINING"]
-    c.add("JOB_HANG", JOB_HANG, f"Rank {r} {'stopped' if top['kind'] == 'missing' else 'left'} while the "
-                                f"others waited for it ({top['why']})")
+    c.parts = [p for p in c.parts if p[0] not in ("DEFINING", "JOB_HANG")]
+    what = {"missing": "stopped while the others waited for it", "exited": "left while the others waited for it",
+            "late": "entered the collective long after the others", "behind": "fell behind the others"}
+    c.add("JOB_HANG", JOB_HANG, f"Rank {r} {what.get(top['kind'], 'ran another collective than the others')} "
+                                f"({top['why']})")
     c.count = max(c.count, len(ev))
-    g.cands[JOB_HANG_ENTRY] = c
+    g.cands[eid] = c
     return c if c not in scored else None
 
 
@@ -864,9 +872,12 @@ class Scoring:
     the facts found missing, the version notes, the look-alikes pointed at, the inputs, the
     index's entries, the baseline's line shapes and the job model's verdict."""
 
-    def __init__(self, g: Gathered, scored: list, sources: list, entries: dict, baseline_shapes, verdict: dict):
+    def __init__(self, g: Gathered, scored: list, sources: list, entries: dict, baseline_shapes, verdict: dict,
+                 suspects: list | None = None):
         self.g, self.scored, self.sources, self.entries = g, scored, sources, entries
         self.baseline_shapes, self.verdict = baseline_shapes, verdict
+        # the suspects (suspects.find): the job model's, merged with what dumps and hang lines say
+        self.suspects = suspects if suspects is not None else verdict["suspects"]
         self.missing: dict[str, dict] = {}
         self.version_notes: list[str] = []
         self.pointed: dict[str, int] = {}
