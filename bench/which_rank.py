@@ -133,7 +133,7 @@ def summary(rows: list[dict]) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--part", default="sealed", choices=["sealed", "dev"])
+    ap.add_argument("--part", default="sealed", choices=sorted(p.name for p in CORPUS.iterdir() if (p / "manifest.yaml").exists()))
     ap.add_argument("--engine", help="a folder holding another faildex package (to measure a before)")
     ap.add_argument("--json", help="write the rows here")
     args = ap.parse_args()
