@@ -505,10 +505,13 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
     res = _Resolver(jobs, source_ranks)
     events = []
     ends: dict = {}        # (order, stream) -> lines where an attempt ended
+    # torchrun --log-dir trees: one per agent. With one, a folder's local rank is the rank; with
+    # several (one per node), only a launcher report could map them, so they stay unmapped
+    roots = {j.name.split("attempt_")[0] for j in jobs if j.logdir}
     for j in jobs:
         for e in j.events:
             e = dict(e)
-            if j.logdir and e.get("local_rank") is None and e.get("rank") is None:
+            if j.logdir and e.get("local_rank") is None and e.get("rank") is None and len(roots) == 1:
                 e["local_rank"] = j.logdir["local_rank"]
             e["grank"] = res.rank(e)
             events.append(e)
@@ -527,7 +530,8 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
              "stream": stream, "exc": None, "msg": None, "entry": f["entry"], **meta}
         if f["order"] in logdir:
             e["attempt"] = logdir[f["order"]]["attempt"]
-            e.setdefault("local_rank", logdir[f["order"]]["local_rank"])
+            if len(roots) == 1:
+                e.setdefault("local_rank", logdir[f["order"]]["local_rank"])
         else:
             e["attempt"] = sum(1 for x in ends.get((f["order"], stream), ()) if x < f["line"])
         e["grank"] = res.rank(e)
@@ -587,8 +591,13 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
     # torchrun's own console (--tee's "[defaultN]:" lines) always ends a failed job with
     # its "failed (exitcode: ...)" line: without it, the job did not fail
     tee = any(e["kind"] == "error" and e.get("local_rank") is not None and not logdir.get(e["order"]) for e in events)
-    if not failing and (tee or all(lines.get(e["order"], 0) - e["line"] >= WENT_ON_LINES
-                                   for e in events if e["kind"] == "error")):
+    # one log per rank (per-rank files, a --log-dir tree): a rank that died takes its peers down
+    # with it, and they say so; peers whose logs show nothing wrong mean it did not die
+    per_rank = {o for o in source_ranks} | set(logdir)
+    erred = {e["order"] for e in events if e["kind"] == "error" and e["order"] in per_rank}
+    peers_fine = len(per_rank) >= 2 and bool(per_rank - erred - {o for o in per_rank if lines.get(o, 0) == 0})
+    if not failing and (tee or peers_fine or all(lines.get(e["order"], 0) - e["line"] >= WENT_ON_LINES
+                                                 for e in events if e["kind"] == "error")):
         job["ranks"] = _rank_rows(events, known, None, res)
         job["outlived"], job["failed"] = True, False
         return out
@@ -732,14 +741,17 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
         silent = sorted(known - reporters)
         picks: list[tuple[int, str, str]] = []
         if mism:
-            # a rank received a message of another size than it expected: the odd tensor came
-            # from a rank that reported nothing (Gloo aborts the receiver, not the sender)
+            # a rank aborted on receiving another size than it expected. Either its own tensor is
+            # the odd one (a smaller tensor receives the others' bigger messages: sealed-b b26)
+            # or a peer sent a bigger one (tests/data/hang/size, dev r22): the logs cannot tell,
+            # a flight-recorder dump can. The receiver is the first failure they show.
             odd = [r for r in silent if r in terminated or r not in listed]
-            if len(odd) == 1:
-                r = odd[0]
-                picks = [(r, "size-mismatch", f"{_ranks_text(sorted(mism))} received data of another size than it "
-                                              f"expected ({_short(coll[min(mism)])[:120]}); rank {r} reported nothing "
-                                              f"and was still in the collective: the odd tensor is its")]
+            picks = [(r, "crashed", f"rank {r} failed first: it aborted on receiving data of another size than it "
+                                    f"expected ({_short(coll[r])[:120]}); either its own tensor is the odd one or "
+                                    + (f"rank {odd[0]}, which reported nothing, sent a bigger one"
+                                       if len(odd) == 1 else "a peer sent a bigger one")
+                                    + " (the ranks' flight-recorder dumps would tell)")
+                     for r in [e["grank"] for e in _by_time([coll[x] for x in mism])]]
         if not picks and lost:
             # a peer ended: one that exited on its own without reporting a peer (its own error
             # hidden: --local-ranks-filter, or printed as no traceback), else one that left
@@ -766,12 +778,6 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
                                         f"waiting in a collective"
                                         + (" (the launcher stopped it: exit code -15)" if r in terminated else ""))
                          for r in stuck]
-        if not picks and mism:
-            # every rank reported something: the receiver that aborted is the first failure the
-            # logs show, though not which rank sent the odd tensor (a dump would say)
-            picks = [(r, "crashed", f"rank {r} failed first: it aborted on receiving data of another size than it expected "
-                                    f"({_short(coll[r])[:120]}); these logs do not say which rank sent it")
-                     for r in [e["grank"] for e in _by_time([coll[x] for x in mism])]]
         for r, kind, why in picks[:8]:
             ev = ([exits[r]] if r in exits else []) + [coll[o] for o in sorted(reporters) if o in coll][:2]
             if kind == "crashed" and r in coll:
@@ -910,7 +916,7 @@ def _verdict(suspects: list[dict], job: dict, coll: dict, own: dict) -> str | No
         return (f"Ranks {a} and {b} both failed on their own{attempt} and the logs cannot order them "
                 f"(no timestamps): start with rank {a}.")
     if top["kind"] == "crashed":
-        e = own.get(top["rank"])
+        e = own.get(top["rank"]) or coll.get(top["rank"])
         code = job_exit(job, top["rank"])
         what = (_short(e) if e and e["kind"] != "signal" else
                 f"killed by {e['signal']}" if e else
