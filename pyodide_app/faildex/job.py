@@ -587,6 +587,7 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
         (e["kind"] in ("exit", "report") and e.get("exitcode") not in (None, 0))
         or e["kind"] in ("srun-exit", "fatal", "named", "mismatch", "attempt-end", "ras")
         or (e["kind"] == "error" and not e.get("entry") and _is_collateral(e["text"] + " " + (e.get("msg") or "")))
+        or (e["kind"] == "error" and e.get("entry"))       # a line a cause entry defines: a real failure
         for e in events)
     # torchrun's own console (--tee's "[defaultN]:" lines) always ends a failed job with
     # its "failed (exitcode: ...)" line: without it, the job did not fail
