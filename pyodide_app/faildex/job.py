@@ -601,6 +601,11 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
                                                  for e in events if e["kind"] == "error")):
         job["ranks"] = _rank_rows(events, known, None, res)
         job["outlived"], job["failed"] = True, False
+        errs = _by_time([e for e in events if e["kind"] == "error"])
+        if errs:
+            who = sorted({e["grank"] for e in errs if e.get("grank") is not None})
+            out["verdict"] = (f"The job did not fail: {_ranks_text(who) if who else 'a rank'} printed "
+                              f"{_short(errs[0])[:120]} and went on (no launcher failure, no rank lost a peer).")
         return out
     first = failed_attempts[0]
     now = [e for e in events if e["attempt"] == first]

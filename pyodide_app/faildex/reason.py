@@ -721,6 +721,10 @@ def build_report(index: dict, sources: list, baseline: list | None = None, artif
                                              for e in new_events[:50]],
                               "new_event_count": len(new_events)}
     report["suspects"] = suspects
+    if verdict["job"].get("outlived") and primary is None:
+        # the job model read a job that went on past its errors: they are no failure to match
+        report["unmatched"] = None
+        report["alternatives"] = [a for a in report["alternatives"] if a["confidence"] > NEAREST_MAX]
     top_job = verdict["suspects"][0] if verdict["suspects"] else None
     if report["unmatched"] and top_job and top_job["kind"] == "crashed" and top_job["evidence"]:
         # the error to start from is the initiating rank's, not the last rank's report of it
@@ -810,7 +814,8 @@ def _job_hang(scored: list, g: Gathered, verdict: dict, sources: list, entries: 
                 c.add("OTHER_RANK", 0.0, f"Only seen on ranks other than rank {r}, which failed first")
         return None
     eid = JOB_HANG_ENTRY if top["kind"] in HANG_KINDS else JOB_MISMATCH_ENTRY if top["kind"] in MISMATCH_KINDS else None
-    if eid is None or eid not in entries:
+    # a rank within a process group (old watchdog lines, no global rank) names no rank to look at
+    if eid is None or eid not in entries or top.get("rank_scope") == "group":
         return None
     c = g.cands.get(eid) or Candidate(eid, entries[eid])
     ev = [e for e in top["evidence"] if e.get("line")]
