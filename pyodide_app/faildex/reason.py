@@ -607,7 +607,9 @@ def build_report(index: dict, sources: list, baseline: list | None = None, artif
     primary, alternatives, collateral, vetoed = rank(scored, g.facts, missing, sources)
     top = verdict["suspects"][0] if verdict["suspects"] else None
     if (primary is not None and top is not None and top["kind"] in ("crashed", "named") and primary.tier > 0
-            and all(_known_rank(f, sources) and not _from_rank(f, top["rank"], sources) for f in primary.evidence)):
+            and not any(_from_rank(f, top["rank"], sources) for f in primary.evidence)
+            and len(verdict["job"]["ranks"]) >= 2      # a multi-rank job: the others' reports are collateral
+            and any(_known_rank(f, sources) for f in primary.evidence)):
         # a report of a failure elsewhere, while the job model names the rank that failed on
         # its own (with an error no entry knows): the report is collateral, not the headline
         primary.add("", 0.0, f"A consequence of rank {top['rank']}'s own failure")
