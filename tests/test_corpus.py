@@ -24,7 +24,9 @@ from faildex import diagnose
 CORPUS = Path(__file__).resolve().parent / "corpus"
 ROOT = CORPUS.parent.parent
 # (top-1, top-3) minimums; measured 2026-12-03 (fifth session) sealed 92.5 % / 97.5 %: see the note of issue 9
-THRESHOLDS = {"dev": (0.93, 0.93), "sealed": (0.91, 0.96)}
+THRESHOLDS = {"dev": (0.93, 0.93), "sealed": (0.91, 0.96),
+              # a fresh batch collected 2026-12-04 (issue 27), measured once: 93.0 % / 95.3 %, hard 7/7
+              "sealed-2": (0.90, 0.93)}
 _THREAD = re.compile(r"https?://github\.com/([\w.-]+/[\w.-]+)/(?:issues|pull|discussions)/(\d+)")
 
 
@@ -41,7 +43,7 @@ def threads(text: str) -> set[str]:
     return {f"{m.group(1).lower()}#{m.group(2)}" for m in _THREAD.finditer(text)}
 
 
-@pytest.mark.parametrize("part", ["dev", "sealed"])
+@pytest.mark.parametrize("part", sorted(THRESHOLDS))
 def test_manifest_is_complete(entries, part):
     items = manifest(part)
     ids = {e.id for e in entries}
@@ -62,7 +64,7 @@ def test_sealed_shares_no_thread_with_entries_or_dev():
             cited |= threads(path.read_text(encoding="utf-8", errors="replace"))
     dev = threads((CORPUS / "dev" / "corpus.yaml").read_text(encoding="utf-8"))
     shared = []
-    for it in manifest("sealed"):
+    for it in manifest("sealed") + manifest("sealed-2"):
         for t in threads(str(it["source"])):
             if t in cited:
                 shared.append(f"{it['file']}: {t} is cited in entries/")
@@ -108,7 +110,7 @@ def summary(part: str, s: dict) -> str:
             f"alternatives in {s['undecided_top3']}")
 
 
-@pytest.mark.parametrize("part", ["dev", "sealed"])
+@pytest.mark.parametrize("part", sorted(THRESHOLDS))
 def test_corpus_accuracy(index, part):
     s = evaluate(part, index)
     line = summary(part, s)
