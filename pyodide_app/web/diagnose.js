@@ -585,8 +585,10 @@ function renderReport(r, opts = {}) {
   }
   const top = head(r, opts);
   out.append(top);
-  // the findings' timeline, unless the job model's rank rows already tell who did what when
-  const tl = ((r.job && r.job.timeline) || []).length > 1 ? null : timeline(r);
+  // the findings' timeline, unless one input's rank rows already tell who did what (its lanes
+  // would set "the log" beside "rank 0"); several files keep it: their times order the ranks
+  const oneInput = (r.inputs || []).length <= 1;
+  const tl = oneInput && ((r.job && r.job.timeline) || []).length > 1 ? null : timeline(r);
   if (tl) out.append(tl);
   if (r.evidence && r.evidence.length) out.append(section("Evidence", r.evidence.map(evidenceBlock)));
   const p = r.primary;
