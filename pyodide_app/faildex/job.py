@@ -37,7 +37,7 @@ from functools import cmp_to_key
 from .lines import fold, parse_prefix, strip_ansi
 
 MAX_EVENTS = 20000          # events kept per input
-WENT_ON_LINES = 10          # an input this much longer after its errors, and no failure: they were outlived
+WENT_ON_LINES = 5           # an input this much longer after its errors, and no failure: they were outlived
 TRACEBACK_LINES = 400       # lines read after a traceback header for its exception line
 BLOCK_LINES = 16384         # lines of one launcher failure report read at most
 FOLLOW_BUDGET = 400_000     # lines followed per input in all
@@ -597,8 +597,15 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
     per_rank = {o for o in source_ranks} | set(logdir)
     erred = {e["order"] for e in events if e["kind"] == "error" and e["order"] in per_rank}
     peers_fine = len(per_rank) >= 2 and bool(per_rank - erred - {o for o in per_rank if lines.get(o, 0) == 0})
-    if not failing and (tee or peers_fine or all(lines.get(e["order"], 0) - e["line"] >= WENT_ON_LINES
-                                                 for e in events if e["kind"] == "error")):
+    # an error that one rank's own log goes on from was not fatal there, so the same error on the
+    # other ranks is no failure either (a missing optional warm-start file every rank reports)
+    def went_on(e):
+        return lines.get(e["order"], 0) - e["line"] >= WENT_ON_LINES
+    outlived = {_DIGITS.sub("#", _short(e)) for e in events
+                if e["kind"] == "error" and e["order"] in per_rank and went_on(e)}
+    fatal = [e for e in events if e["kind"] == "error" and not went_on(e)
+             and _DIGITS.sub("#", _short(e)) not in outlived]
+    if not failing and (tee or peers_fine or not fatal):
         job["ranks"] = _rank_rows(events, known, None, res)
         job["outlived"], job["failed"] = True, False
         errs = _by_time([e for e in events if e["kind"] == "error"])
@@ -779,7 +786,9 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
             stuck = [r for r in silent if r in terminated or (r not in listed and agent)]
             # most ranks must report the wait (a lone waiting rank may be in a subgroup of its
             # own), or the launcher stopped exactly one rank that reported nothing
-            if len(reporters) * 2 > len(known):
+            # (half will do when one rank is left that the launcher had to stop: a 2-rank job)
+            if len(reporters) * 2 > len(known) or (len(stuck) == 1 and stuck[0] in terminated
+                                                   and len(reporters) * 2 >= len(known)):
                 picks = [(r, "missing", f"rank {r} printed no timeout while {_ranks_text(sorted(waiting))} timed out "
                                         f"waiting in a collective"
                                         + (" (the launcher stopped it: exit code -15)" if r in terminated else ""))
