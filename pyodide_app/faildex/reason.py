@@ -766,7 +766,7 @@ def job_verdict(index: dict, sources: list, g: Gathered) -> dict:
     if not causes:
         causes = [dict(f, entry=c.id) for c in g.cands.values() if c.tier == 0 for f in c.supporting]
     waiting = {it["rank"] for s in sources for it in s.hang.items
-               if it.get("rank_scope") == "global" and it["kind"] in ("watchdog", "gloo", "peer-gone", "progress")}
+               if it.get("rank_scope") == "global" and it["kind"] in ("watchdog", "gloo", "progress")}
     return jobmodel.decide([s.job for s in sources], ranks, downstream, world, set(g.ranks), causes, waiting,
                            {s.order: s.lines for s in sources})
 
