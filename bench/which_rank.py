@@ -44,6 +44,8 @@ def inputs(run_dir: Path, files: list[str]) -> list[str]:
     out = []
     for f in files:
         p = run_dir / f
+        if not p.exists() and not Path(f).suffix:
+            continue    # a folder that held no files (git keeps no empty folders)
         if p.is_dir():
             for root, dirs, names in os.walk(p):
                 dirs[:] = sorted(d for d in dirs if not d.startswith("."))
