@@ -51,7 +51,7 @@ JOB_ANCHORS = ("failed (exitcode:", "Root Cause (first observed failure)", "Chil
                "managed by process", "launched up to operation", "Missing communicator data from")
 
 _EXIT = re.compile(r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local>\d+) \(pid: \d+\)")
-_RESTART = re.compile(r"Worker group (?P<state>[A-Z]+)\. (?P<left>\d+)/(?P<max>\d+) attempts left")
+_RESTART = re.compile(r"Worker group [A-Z]+\. \d+/\d+ attempts left")
 _BLOCK_HEAD = re.compile(r"^(?:Failures:|Root Cause \(first observed failure\):)\s*$")
 _FIELD = re.compile(r"^\s{1,4}(?P<key>time|host|rank|exitcode|error_file|traceback)\s*: ?(?P<value>.*)$")
 _ITEM = re.compile(r"^\[(?P<n>\d+)\]:\s*$")
@@ -73,16 +73,15 @@ _FATAL = re.compile(r"^Fatal Python error: (?P<what>.{1,120})")
 _RAS_RANK = re.compile(r"\bRank (?P<rank>\d+) -- GPU (?P<gpu>\d+) managed by process (?P<pid>\d+) on node (?P<node>\S+)")
 _RAS_COUNT = re.compile(r"\b(?P<n>\d+) ranks? ha(?:ve|s) launched up to operation (?P<op>\d+)")
 # The last line of a Python traceback: "pkg.mod.Name: message" or a bare "Name".
-_EXC_LINE = re.compile(r"^(?P<name>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Failure|"
-                       r"Timeout|Fault|Abort|Exception\w*)|(?:[A-Za-z_]\w*\.)*[A-Z]\w*)(?::\s?(?P<msg>.*))?$")
+_EXC_LINE = re.compile(r"^(?P<name>(?:[A-Za-z_]\w*\.)*[A-Z]\w*)(?::\s?(?P<msg>.*))?$")
 _TB_HEAD = "Traceback (most recent call last)"
 # libstdc++'s verbose terminate handler: "terminate called after throwing an instance of 'T'"
 # and, on the next line, "  what():  <message>"
 _TERMINATE = re.compile(r"terminate called after throwing an instance of '(?P<type>[^']{1,200})'")
 _LOGDIR = re.compile(r"(?:^|[/\\])attempt_(?P<attempt>\d+)[/\\](?P<local>\d+)[/\\](?:stdout|stderr|error)\b")
-_SIGNALS = {"SIGKILL": -9, "SIGSEGV": -11, "SIGABRT": -6, "SIGBUS": -7, "SIGTERM": -15, "SIGINT": -2,
-            "SIGHUP": -1, "SIGFPE": -8, "SIGILL": -4, "SIGUSR1": -10, "SIGUSR2": -12}
-_SIGNAL_NAMES = {v: k for k, v in _SIGNALS.items()}
+# a negative exit code is the signal that killed the process (Linux numbers)
+_SIGNAL_NAMES = {-9: "SIGKILL", -11: "SIGSEGV", -6: "SIGABRT", -7: "SIGBUS", -15: "SIGTERM", -2: "SIGINT",
+                 -1: "SIGHUP", -8: "SIGFPE", -4: "SIGILL", -10: "SIGUSR1", -12: "SIGUSR2"}
 
 # What a rank prints because a peer failed (the peer's death, a timeout waiting for it,
 # the agent's termination): never the rank's own failure. Each text is how PyTorch 2.x,
@@ -465,7 +464,6 @@ class _Resolver:
             for e in j.events:
                 if e["kind"] == "report" and e.get("section") == "root" and "rank" in e:
                     self.stream_root.setdefault((e["order"], e.get("stream"), e["attempt"]), e["rank"])
-        self.logdir_roots = {j.name.split("attempt_")[0] for j in jobs if j.logdir}
 
     def rank(self, e: dict):
         if e.get("rank") is not None and e["kind"] != "report":
@@ -714,10 +712,11 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
             else:
                 job["ras_ahead"] = sorted(set(job.get("ras_ahead", [])) | {r})
     if job.get("ras_ahead"):
-        behind = [n for n, op in next(e["counts"] for e in now if e["kind"] == "ras" and len(e["counts"]) > 1)
-                  if op != max(op for _, op in next(e["counts"] for e in now if e["kind"] == "ras"))]
+        counts = next(e["counts"] for e in now if e["kind"] == "ras" and len(e["counts"]) > 1)
+        top_op = max(op for _, op in counts)
+        behind = sum(n for n, op in counts if op != top_op)
         job["ras_note"] = (f"NCCL RAS lists {_ranks_text(job['ras_ahead'])}, which are ahead; the "
-                           f"{sum(behind)} ranks behind them are the ones to look at (RAS does not list them)")
+                           f"{behind} ranks behind them are the ones to look at (RAS does not list them)")
     # 2. own failures, earliest first
     if own:
         ordered = _by_time(list(own.values()))
@@ -851,24 +850,44 @@ def _collateral_verb(coll: dict, others: list) -> str:
     return "lost their connection to it" if "peer" in kinds else "failed waiting for it"
 
 
-def _cmp(a: dict, b: dict) -> int:
-    # within one input the line order is the truth; across inputs only timestamps order
+def _ts(f: dict):
+    return f.get("ts", f.get("ts_inherited"))
+
+
+def earlier(a: dict, b: dict) -> bool | None:
+    """Did finding (or event) a happen before b? None when nothing can order them.
+
+    Within one input the line order is the truth, unless both lines carry their own
+    timestamps: a timestamp inherited from an earlier line must not move a later line
+    ahead of an earlier one. Across inputs only timestamps order."""
     if a["order"] == b["order"]:
-        return (a["line"] > b["line"]) - (a["line"] < b["line"])
-    ta, tb = a.get("ts"), b.get("ts")
-    if ta is not None and tb is not None and ta != tb:
-        return -1 if ta < tb else 1
-    return (a["order"] > b["order"]) - (a["order"] < b["order"])
+        if "ts" in a and "ts" in b and a["ts"] != b["ts"]:
+            return a["ts"] < b["ts"]
+        return a["line"] < b["line"]
+    ta, tb = _ts(a), _ts(b)
+    if ta is None or tb is None:
+        return None
+    if ta == tb:
+        return a["order"] < b["order"]
+    return ta < tb
+
+
+def _cmp_time(a: dict, b: dict) -> int:
+    e = earlier(a, b)
+    if e is None:   # unordered: inputs with timestamps first, then input order
+        return (_ts(a) is None) - (_ts(b) is None) or a["order"] - b["order"] or a["line"] - b["line"]
+    return -1 if e else (1 if earlier(b, a) else 0)
+
+
+TIME_KEY = cmp_to_key(_cmp_time)   # sorts findings and events by when they happened
 
 
 def _by_time(evs: list[dict]) -> list[dict]:
-    return sorted(evs, key=cmp_to_key(_cmp))
+    return sorted(evs, key=TIME_KEY)
 
 
 def _unordered(a: dict, b: dict) -> bool:
-    if a["order"] == b["order"]:
-        return False
-    return a.get("ts") is None or b.get("ts") is None
+    return earlier(a, b) is None
 
 
 def _suspect(rank: int, kind: str, res: _Resolver, evs: list[dict], why: str) -> dict:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import math
 import re
-from functools import cmp_to_key
 
 from .context import HOW_TO_GET, SOFTWARE_FACT, SOFTWARE_NAME
 from .lines import shape
@@ -123,37 +122,9 @@ def _compare_words(expr: str, facts: dict, holds: bool | None = True) -> str:
 
 
 # ---------------------------------------------------------------- time order
-
-def _ts(f: dict):
-    return f.get("ts", f.get("ts_inherited"))
-
-
-def earlier(a: dict, b: dict) -> bool | None:
-    """Did finding a happen before b? None when nothing can order them.
-
-    Within one input the line order is the truth, unless both lines carry their own
-    timestamps: a timestamp inherited from an earlier line must not move a later line
-    ahead of an earlier one. Across inputs only timestamps order."""
-    if a["order"] == b["order"]:
-        if "ts" in a and "ts" in b and a["ts"] != b["ts"]:
-            return a["ts"] < b["ts"]
-        return a["line"] < b["line"]
-    ta, tb = _ts(a), _ts(b)
-    if ta is None or tb is None:
-        return None
-    if ta == tb:
-        return a["order"] < b["order"]
-    return ta < tb
-
-
-def _cmp_time(a: dict, b: dict) -> int:
-    e = earlier(a, b)
-    if e is None:   # unordered: inputs with timestamps first, then input order
-        return (_ts(a) is None) - (_ts(b) is None) or a["order"] - b["order"] or a["line"] - b["line"]
-    return -1 if e else (1 if earlier(b, a) else 0)
-
-
-_TIME = cmp_to_key(_cmp_time)
+# (job.py holds the one definition: the job model orders its events the same way)
+_TIME = jobmodel.TIME_KEY
+earlier = jobmodel.earlier
 
 
 def _loc(f: dict) -> str:
