@@ -156,3 +156,33 @@ def test_nccl_ras_lists_the_ranks_ahead_and_the_report_says_so(index):
     assert not r["suspects"]
     assert r["job"]["ras_ahead"] == [12, 13]
     assert "the 30 ranks behind them" in r["verdict"]
+
+
+def test_headline_verdict_and_rank_rows_tell_one_story(index):
+    # Over every multi-rank run and every real hang of tests/data/hang: the verdict starts with
+    # the first suspect, the rank rows lead with it, and a headline tied to one rank's lines is
+    # that rank's (the hang and mismatch entries stand on the others' lines by design)
+    cases = []
+    from bench.which_rank import inputs, load_manifest
+    for part in sorted(p.name for p in RANKS.iterdir() if (p / "manifest.yaml").exists()):
+        cases += [(f"{part}/{it['id']}", inputs(RANKS / part / it["id"], it["files"])) for it in load_manifest(part)]
+    hang = ROOT / "tests" / "data" / "hang"
+    for sc in ("skip", "late", "op", "size", "dtype", "two-groups"):
+        cases.append((f"hang/{sc}", sorted(str(p) for p in (hang / sc).rglob("*") if p.is_file() and p.parent != hang / sc)))
+    two = []
+    for name, paths in cases:
+        r = diagnose(paths, index)
+        if not r["suspects"]:
+            continue
+        top = r["suspects"][0]
+        if not (r["verdict"] or "").startswith((f"Rank {top['rank']}", "Ranks ")):
+            two.append(f"{name}: verdict {r['verdict']!r} vs rank {top['rank']}")
+        lead = [x for x in r["job"]["timeline"] if x.get("lead")]
+        if lead and lead[0]["ranks"] != str(top["rank"]):
+            two.append(f"{name}: rank rows lead with {lead[0]['ranks']}")
+        p = r["primary"]
+        seen = (p or {}).get("first_seen") or {}
+        if p and seen.get("rank") not in (None, top["rank"]) and p["id"] not in (
+                "collective-hang-one-rank-stuck", "collective-mismatch-desync"):
+            two.append(f"{name}: headline {p['id']} on rank {seen['rank']}, suspect rank {top['rank']}")
+    assert len(cases) > 200 and not two, two

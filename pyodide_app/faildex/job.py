@@ -238,9 +238,11 @@ class JobLines:
                 e = self._event("attempt-end", meta, line_no, text)
                 self.attempts[s] = self.attempts.get(s, 0) + 1
             return
-        if "attempts left" in rest:
+        if "attempts left" in rest or "restart_count=" in rest or "Worker group failed" in rest:
+            # the agent's own word on its restarts (a line about the whole job, no rank's)
             if _RESTART.search(rest):
                 self.agent = True
+            self._event("restart", meta, line_no, text)
             return
         if self._names(rest, meta, line_no, text):
             return
@@ -489,6 +491,15 @@ class _Resolver:
         return None
 
 
+def attempt_of(f: dict, ends: dict, logdir: dict) -> int:
+    """The restart attempt a finding or event belongs to: its --log-dir folder's, else the
+    number of attempts its stream (input and `srun -l` task or host) had ended before it."""
+    if f["order"] in logdir:
+        return logdir[f["order"]]["attempt"]
+    stream = f.get("task", f.get("host"))
+    return sum(1 for x in ends.get((f["order"], stream), ()) if x < f["line"])
+
+
 def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, world: int | None = None,
            extra_ranks: set = frozenset(), causes: list | None = None, waiting_ranks: set = frozenset(),
            source_lines: dict | None = None) -> dict:
@@ -526,16 +537,16 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
             meta["task_rank"] = meta.pop("rank")
         e = {"kind": "error", "source": f["source"], "order": f["order"], "line": f["line"], "text": f["text"][:500],
              "stream": stream, "exc": None, "msg": None, "entry": f["entry"], **meta}
-        if f["order"] in logdir:
-            e["attempt"] = logdir[f["order"]]["attempt"]
-            if len(roots) == 1:
-                e.setdefault("local_rank", logdir[f["order"]]["local_rank"])
-        else:
-            e["attempt"] = sum(1 for x in ends.get((f["order"], stream), ()) if x < f["line"])
+        e["attempt"] = attempt_of(f, ends, logdir)
+        if f["order"] in logdir and len(roots) == 1:
+            e.setdefault("local_rank", logdir[f["order"]]["local_rank"])
         e["grank"] = res.rank(e)
         if e["grank"] is not None:
             events.append(e)
     agent = any(j.agent for j in jobs)
+    # `srun -l` tasks that run a torchrun agent are nodes, not ranks (reason drops them from
+    # the findings' rank)
+    node_tasks = sorted([o, st] for (o, st) in res.torchrun_streams if isinstance(st, int))
     reports = [e for e in events if e["kind"] == "report" and e.get("grank") is not None]
     for e in reports:
         h = e.get("host") or (e["stream"] if isinstance(e.get("stream"), str) else None)
@@ -564,14 +575,18 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
                               or (e["kind"] in ("exit", "report") and e.get("exitcode"))
                               or (e["kind"] == "srun-exit")})
     job = {"attempts": (max(attempts) + 1) if attempts else 1, "ranks": [], "world_size": world,
-           "launcher_root_cause": None, "agent": agent}
+           "launcher_root_cause": None, "agent": agent, "node_tasks": node_tasks}
     root = [e for e in reports if e["section"] == "root"]
     if root:
         r = root[-1]
         job["launcher_root_cause"] = {k: r[k] for k in ("grank", "exitcode", "signal", "report_host", "time",
                                                           "source", "line", "text", "attempt") if k in r}
         job["launcher_root_cause"]["rank"] = job["launcher_root_cause"].pop("grank")
-    out = {"suspects": [], "job": job, "verdict": None}
+    # where attempts ended, for the report to place its findings in them (attempt_of)
+    out = {"suspects": [], "job": job, "verdict": None, "ends": ends, "logdir": logdir,
+           # the launcher's own lines (exits, reports, restarts): they speak for the whole job
+           "launcher_lines": {(e["source"], e["line"]) for e in events
+                              if e["kind"] in ("exit", "attempt-end", "report", "restart")}}
     job["failed"] = bool(failed_attempts)
     if not failed_attempts:
         job["ranks"] = _rank_rows(events, known, None, res)

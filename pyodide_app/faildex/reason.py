@@ -565,6 +565,11 @@ def build_report(index: dict, sources: list, baseline: list | None = None, artif
     # Supporting lines are abnormal (the validator keeps them out of healthy output), so
     # they can make a low-confidence diagnosis on their own; context lines cannot.
     verdict = job_verdict(index, sources, g)
+    nodes = {tuple(x) for x in verdict["job"]["node_tasks"]}
+    for c in g.cands.values():
+        for f in c.defining + c.supporting + c.collateral:
+            if "task" in f and f.get("rank") == f["task"] and (f["order"], f["task"]) in nodes:
+                del f["rank"]   # the task number of a node's agent, not the rank that printed the line
     suspects = find_suspects({"facts": g.facts}, sources, artifacts, index, verdict["suspects"])
     if sources and not verdict["job"]["failed"] and not any(c.evidence for c in g.cands.values()):
         # the logs show a job that did not fail: dumps that differ only in how far each rank
@@ -576,11 +581,17 @@ def build_report(index: dict, sources: list, baseline: list | None = None, artif
         rule.run(sc)
     scored, missing, version_notes, verdict = sc.scored, sc.missing, sc.version_notes, sc.verdict
     primary, alternatives, collateral, vetoed = rank(scored, g.facts, missing, sources)
-    top = verdict["suspects"][0] if verdict["suspects"] else None
+    # the suspect listed first heads the story: the headline, the verdict and the rank rows follow it
+    top = suspects[0] if suspects else None
+    first = verdict["job"].get("initiating_attempt", 0)
     if (primary is not None and top is not None and top["kind"] in ("crashed", "named") and primary.tier > 0
-            and not any(_from_rank(f, top["rank"], sources) for f in primary.evidence)
+            # none of its lines is the initiating rank's in the attempt that failed first
+            and not any(finding_rank(f, sources) == top["rank"]
+                        and jobmodel.attempt_of(f, verdict["ends"], verdict["logdir"]) == first
+                        for f in primary.evidence)
             and len(verdict["job"]["ranks"]) >= 2      # a multi-rank job: the others' reports are collateral
-            and any(_known_rank(f, sources) for f in primary.evidence)):
+            and not any((f["source"], f["line"]) in verdict["launcher_lines"] for f in primary.evidence)
+            and any(finding_rank(f, sources) is not None for f in primary.evidence)):
         # a report of a failure elsewhere, while the job model names the rank that failed on
         # its own (with an error no entry knows): the report is collateral, not the headline
         primary.add("", 0.0, f"A consequence of rank {top['rank']}'s own failure")
@@ -698,18 +709,14 @@ def build_report(index: dict, sources: list, baseline: list | None = None, artif
         # the job model read a job that went on past its errors: they are no failure to match
         report["unmatched"] = None
         report["alternatives"] = [a for a in report["alternatives"] if a["confidence"] > NEAREST_MAX]
-    top_job = verdict["suspects"][0] if verdict["suspects"] else None
-    if report["unmatched"] and top_job and top_job["kind"] == "crashed" and top_job["evidence"]:
+    if report["unmatched"] and top and top["kind"] == "crashed" and top["evidence"] \
+            and any(s.name == top["evidence"][0]["source"] for s in sources):
         # the error to start from is the initiating rank's, not the last rank's report of it
-        first = top_job["evidence"][0]
-        src = next((s for s in sources if s.name == first["source"]), None)
-        line = {"source": first["source"], "line": first["line"], "text": first["text"], "rank": top_job["rank"]}
-        if src is not None:
-            report["unmatched"]["first_error"] = line
-            report["unmatched"]["last_exception"] = line
+        first = top["evidence"][0]
+        line = {"source": first["source"], "line": first["line"], "text": first["text"], "rank": top["rank"]}
+        report["unmatched"]["first_error"] = report["unmatched"]["last_exception"] = line
     report["job"] = verdict["job"]
-    top = verdict["suspects"][0]["rank"] if verdict["suspects"] else None
-    report["job"]["timeline"] = jobmodel.timeline(report["job"], top) if verdict["suspects"] else []
+    report["job"]["timeline"] = jobmodel.timeline(report["job"], top["rank"]) if verdict["suspects"] else []
     report["verdict"] = _verdict(report, verdict)
     return report
 
@@ -720,13 +727,11 @@ def job_verdict(index: dict, sources: list, g: Gathered) -> dict:
     for c in g.cands.values():
         for f in c.collateral + (c.defining + c.supporting if c.tier > 0 else []):
             downstream.add((f["source"], f["line"]))
-    several = len(sources) > 1
     ranks = {}
     for s in sources:
-        if several and not s.job.agent:
-            r = source_rank(s, True)
-            if r is not None:
-                ranks[s.order] = r
+        r = source_rank(s, True) if len(sources) > 1 and not s.job.agent else None
+        if r is not None:
+            ranks[s.order] = r
     world = None
     ws = g.facts.get("world_size")
     if ws is not None and str(ws).isdigit():
@@ -742,38 +747,29 @@ def job_verdict(index: dict, sources: list, g: Gathered) -> dict:
                            {s.order: s.lines for s in sources})
 
 
-def _by_task(f: dict) -> bool:
-    """The finding's rank is an `srun -l` task number, which may be a node, not a rank."""
-    return "task" in f and f.get("rank") == f["task"]
-
-
-def _from_rank(f: dict, rank: int, sources: list) -> bool:
-    if _by_task(f):
-        return False
+def finding_rank(f: dict, sources: list):
+    """The global rank a finding's line comes from: its prefix's, else its per-rank input's
+    (one of several inputs, not a launcher's console); None when unknown. An `srun -l` task
+    number is no rank here: it may be a node."""
+    if "task" in f and f.get("rank") == f["task"]:
+        return None
     if "rank" in f:
-        return f["rank"] == rank
+        return f["rank"]
+    if len(sources) < 2:
+        return None
     src = next((s for s in sources if s.name == f["source"]), None)
-    return src is not None and len(sources) > 1 and source_rank(src, True) == rank
-
-
-def _known_rank(f: dict, sources: list) -> bool:
-    if _by_task(f):
-        return False
-    if "rank" in f:
-        return True
-    src = next((s for s in sources if s.name == f["source"]), None)
-    return src is not None and len(sources) > 1 and source_rank(src, True) is not None
+    return source_rank(src, True) if src is not None and not src.job.agent else None
 
 
 def rule_job(sc: "Scoring") -> None:
     """OTHER_RANK and JOB_HANG: the job model's rank steers which cause heads the report;
     a silent rank the job model found adds the hang entry to the scored candidates."""
-    hang = _job_hang(sc.scored, sc.g, sc.verdict, sc.sources, sc.entries, sc.suspects)
+    hang = _steer_by_first_suspect(sc.scored, sc.g, sc.sources, sc.entries, sc.suspects)
     if hang is not None:
         sc.scored.append(hang)
 
 
-def _job_hang(scored: list, g: Gathered, verdict: dict, sources: list, entries: dict, suspects: list):
+def _steer_by_first_suspect(scored: list, g: Gathered, sources: list, entries: dict, suspects: list):
     if not suspects:
         return None
     top = suspects[0]        # the job model's, or what dumps and hang lines name more specifically
@@ -781,8 +777,8 @@ def _job_hang(scored: list, g: Gathered, verdict: dict, sources: list, entries: 
     if top["kind"] in ("crashed", "named"):
         for c in scored:
             ev = c.defining or c.supporting
-            if (c.tier == 0 and ev and all(_known_rank(f, sources) for f in ev)
-                    and not any(_from_rank(f, r, sources) for f in ev)):
+            ranks = [finding_rank(f, sources) for f in ev]
+            if c.tier == 0 and ev and None not in ranks and r not in ranks:
                 c.factor *= OTHER_RANK
                 c.add("OTHER_RANK", 0.0, f"Only seen on ranks other than rank {r}, which failed first")
         return None
