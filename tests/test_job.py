@@ -127,7 +127,8 @@ def _rows(part):
 # measured 2026-12-04 (issue 26): sealed 70/71 (98.6 %), sealed-b 40/40 and sealed-c 35/37 after their
 # first misses were read and moved to dev (first measurements of those fresh batches: 40/46, 87.0 %, and
 # 35/42, 83.3 %); dev 43/55; thresholds below, with room
-THRESHOLDS = {"dev": 0.75, "sealed": 0.95, "sealed-b": 0.95, "sealed-c": 0.90}
+# sealed-d (30 runs, made after the last engine change): 27/30 (90.0 %), measured once, none read
+THRESHOLDS = {"dev": 0.75, "sealed": 0.95, "sealed-b": 0.95, "sealed-c": 0.90, "sealed-d": 0.85}
 
 
 @pytest.mark.parametrize("part", sorted(THRESHOLDS))
