@@ -29,13 +29,18 @@ Codes
                                       FDX036 context signature on most healthy lines
                                       FDX037 discriminator fact nothing extracts
                                       FDX038 reference listed twice
+                                      FDX039 signature matches no catalogue template and cites no report
+                                      FDX040 catalogue template not matched by its entry's signatures
+                                      FDX041 catalogue file invalid or names an unknown entry
 """
 from __future__ import annotations
 
 import re
+from functools import cached_property
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
+from . import catalog as catalogue
 from . import schema as S
 from .healthy import HealthyCorpus, engine_module
 from .loader import Entry, Problem, load_all
@@ -55,6 +60,7 @@ class Context:
         self.entries = entries
         self.ids = {e.id for e in entries}
         self.healthy = healthy   # entries/healthy/: real output of runs that did not fail
+        self._catalog = None
         # every fact the engine can know: named groups of all signatures, context facts
         self.facts = set(CONTEXT_FACTS)
         for e in entries:
@@ -63,6 +69,26 @@ class Context:
                     self.facts |= set(re.compile(sig["regex"]).groupindex)
                 except (re.error, TypeError):
                     pass
+
+
+    @property
+    def catalog(self) -> tuple[list, list[Problem]]:
+        """The message catalogue (catalog/*.yaml) and the problems of reading it."""
+        if self._catalog is None:
+            templates, problems = [], []
+            for path in sorted((self.root / "catalog").glob("*.yaml")):
+                try:
+                    templates += catalogue.load_project(path).templates.values()
+                except catalogue.CatalogError as err:
+                    file, line, msg = str(err).split(":", 2)
+                    problems.append(Problem(file, int(line), 1, "FDX041", msg.strip()))
+            self._catalog = (templates, problems)
+        return self._catalog
+
+    @cached_property
+    def rendered(self) -> "catalogue.Rendered":
+        """Every template rendered with typical and probe values (catalog.Rendered)."""
+        return catalogue.Rendered(self.catalog[0])
 
 
 # ---------------------------------------------------------------- structure
@@ -302,6 +328,29 @@ def check_context_signature_not_on_most_lines(entry: Entry, ctx: Context) -> Ite
                 break
 
 
+# A real report: any web page but a link into a repository's source tree.
+_REPORT_URL = re.compile(r"https?://(?!github\.com/[^/\s]+/[^/\s]+/(?:blob|tree|raw)/)")
+
+
+def check_signature_origin(entry: Entry, ctx: Context) -> Iterator[Problem]:
+    """A defining or supporting signature is the exact text the software prints: it
+    matches a template of the message catalogue, or its source cites a real report."""
+    if not (ctx.root / "catalog").is_dir():
+        return      # a tree without a catalogue (test fixtures) has nothing to check against
+    for i, s in _signatures(entry):
+        if s.get("strength") not in ("defining", "supporting") or _REPORT_URL.search(str(s.get("source", ""))):
+            continue
+        try:
+            rx = re.compile(s["regex"])
+        except (re.error, TypeError):
+            continue
+        if not ctx.rendered.matches(rx, catalogue.longest_literal(s["regex"])):
+            yield entry.problem(("signatures", i, "regex"), "FDX039",
+                                f"signature {s.get('id')!r} matches no template of catalog/ and its source cites "
+                                f"no real report: mine the upstream message (catalog/mine.py) or cite a report "
+                                f"that shows it")
+
+
 # ---------------------------------------------------------------- examples
 
 def example_text(entry: Entry, ex: dict) -> str | None:
@@ -516,9 +565,33 @@ def check_lookalikes_link_back(entries: list[Entry]) -> Iterator[Problem]:
                                 f"{e.id}: add one to {other.rel} (look-alikes are linked both ways)")
 
 
+def check_catalog(entries: list[Entry], ctx: Context) -> Iterator[Problem]:
+    """The catalogue names only known entries, and a template mapped to an entry is
+    matched by one of that entry's signatures (some rendering of it, as printed)."""
+    templates, problems = ctx.catalog
+    yield from problems
+    by_id = {e.id: e for e in entries}
+    matched: dict[str, set[int]] = {}        # entry -> templates its signatures match
+    for e in entries:
+        for eid, _, rx in catalogue.signature_table([e]):
+            matched.setdefault(eid, set()).update(ctx.rendered.matches(rx, catalogue.longest_literal(rx.pattern)))
+    for i, t in enumerate(templates):
+        file = f"catalog/{t.project}.yaml"
+        for eid in t.ids:
+            if eid not in by_id:
+                near = _closest(eid, by_id)
+                yield Problem(file, t.line, 1, "FDX041", f"unknown entry {eid!r}" +
+                              (f" (did you mean {near!r}?)" if near else ""))
+        if t.entry in by_id and i not in matched.get(t.entry, ()):
+            yield Problem(file, t.line, 1, "FDX040",
+                          f"{t.message[:80]!r} is mapped to {t.entry}, whose signatures do not match it: "
+                          f"add a signature for it (or map it as collateral)")
+
+
 def validate_entries(root: Path, entries: list[Entry]) -> list[Problem]:
     ctx = Context(root, entries, HealthyCorpus(root))
     problems = list(check_duplicate_ids(entries)) + list(check_lookalikes_link_back(entries))
+    problems += list(check_catalog(entries, ctx))
     for entry in entries:
         for check in CHECKS:
             problems.extend(check(entry, ctx))

@@ -1,0 +1,577 @@
+"""Mine message templates from upstream source into catalog/<project>.yaml.
+
+    python catalog/mine.py nccl --git /work/.mirror/NVIDIA+nccl/repo
+    python catalog/mine.py gloo --git /work/.mirror/pytorch+gloo/repo
+    python catalog/mine.py pytorch --tree /path/to/site-packages --release 2.13.0
+    python catalog/mine.py cuda-runtime --libcudart path/to/libcudart.so.12 --release 12.9.79
+
+Each run reads one or more releases of one project (git tags, an installed wheel's
+source, a shared library), extracts every error- and warning-level message the
+in-scope code can print, and merges them into the project's YAML: a template seen
+before keeps its mapping (entry / collateral / benign / uncovered) and widens its
+release range; a template this release no longer prints keeps its old range (the
+historical form stays matched). New templates start as `uncovered`.
+
+Extraction is syntactic (Python: the ast module; C/C++: a small tokenizer over macro
+calls): literal text is kept, every runtime value becomes a `{name}` placeholder.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import ctypes
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from generator.catalog import Template, load_project, save_project, template_key  # noqa: E402
+
+# ---------------------------------------------------------------- what is in scope
+
+# PyTorch: the Python half of distributed/elastic/FSDP/DDP, serialization, DataLoader,
+# CUDA initialisation and memory, and the top-level compile failures. Read from an
+# installed wheel (the release's own files); the C++ half needs a source checkout.
+PYTORCH_SCOPE = [
+    "torch/distributed/distributed_c10d.py", "torch/distributed/rendezvous.py",
+    "torch/distributed/run.py", "torch/distributed/launch.py", "torch/distributed/c10d_logger.py",
+    "torch/distributed/utils.py", "torch/distributed/elastic/", "torch/distributed/launcher/",
+    "torch/distributed/fsdp/", "torch/distributed/_composable/fsdp/",
+    "torch/distributed/flight_recorder/", "torch/nn/parallel/distributed.py",
+    "torch/serialization.py", "torch/utils/data/dataloader.py", "torch/utils/data/_utils/",
+    "torch/cuda/__init__.py", "torch/cuda/memory.py", "torch/_dynamo/exc.py",
+    "torch/_inductor/exc.py", "torch/_utils.py", "torch/nn/modules/module.py", "torch/_weights_only_unpickler.py",
+    "torch/multiprocessing/spawn.py", "torch/utils/cpp_extension.py", "torch/_prims_common/__init__.py",
+    "torch/_inductor/compile_fx.py", "torch/_dynamo/convert_frame.py", "torch/_inductor/runtime/triton_heuristics.py",
+    "torch/cuda/_memory_viz.py", "torch/_inductor/codecache.py", "torch/utils/_triton.py",
+]
+# Python projects read from their released wheel or sdist (--archive): release, the
+# repository, and the in-scope paths (prefixes inside the archive, after its top folder).
+PY_PROJECTS = {
+    "transformers": ("https://github.com/huggingface/transformers", [
+        "transformers/trainer.py", "transformers/trainer_utils.py", "transformers/trainer_pt_utils.py",
+        "transformers/training_args.py", "transformers/modeling_utils.py", "transformers/configuration_utils.py",
+        "transformers/tokenization_utils_base.py", "transformers/utils/hub.py", "transformers/utils/import_utils.py",
+        "transformers/dynamic_module_utils.py", "transformers/integrations/deepspeed.py",
+        "transformers/integrations/fsdp.py", "transformers/modeling_flash_attention_utils.py"]),
+    "accelerate": ("https://github.com/huggingface/accelerate", [
+        "accelerate/accelerator.py", "accelerate/state.py", "accelerate/checkpointing.py",
+        "accelerate/commands/launch.py", "accelerate/utils/launch.py", "accelerate/utils/memory.py",
+        "accelerate/utils/dataclasses.py", "accelerate/utils/fsdp_utils.py", "accelerate/utils/deepspeed.py",
+        "accelerate/utils/environment.py", "accelerate/utils/modeling.py"]),
+    "huggingface_hub": ("https://github.com/huggingface/huggingface_hub", [
+        "huggingface_hub/utils/_http.py", "huggingface_hub/utils/_errors.py", "huggingface_hub/errors.py",
+        "huggingface_hub/file_download.py", "huggingface_hub/_snapshot_download.py",
+        "huggingface_hub/utils/_validators.py", "huggingface_hub/_login.py"]),
+    "deepspeed": ("https://github.com/deepspeedai/DeepSpeed", [
+        "deepspeed/runtime/engine.py", "deepspeed/runtime/zero/", "deepspeed/runtime/fp16/",
+        "deepspeed/runtime/bf16_optimizer.py", "deepspeed/runtime/config.py", "deepspeed/runtime/utils.py",
+        "deepspeed/runtime/checkpoint_engine/", "deepspeed/launcher/", "deepspeed/comm/", "deepspeed/checkpoint/",
+        "deepspeed/ops/", "op_builder/builder.py", "op_builder/", "deepspeed/accelerator/",
+        "deepspeed/env_report.py", "deepspeed/git_version_info.py"]),
+    "vllm": ("https://github.com/vllm-project/vllm", [
+        "vllm/v1/engine/", "vllm/v1/core/kv_cache_utils.py", "vllm/v1/core/sched/", "vllm/v1/worker/gpu_worker.py",
+        "vllm/v1/worker/gpu_model_runner.py", "vllm/v1/executor/", "vllm/engine/", "vllm/executor/",
+        "vllm/worker/", "vllm/entrypoints/launcher.py", "vllm/entrypoints/openai/api_server.py",
+        "vllm/config/", "vllm/config.py", "vllm/model_executor/model_loader/", "vllm/distributed/",
+        "vllm/platforms/cuda.py", "vllm/platforms/interface.py", "vllm/utils/__init__.py", "vllm/utils.py",
+        "vllm/model_executor/models/registry.py", "vllm/transformers_utils/config.py"]),
+}
+EXCLUDE = re.compile(r"/(tests?|testing|_testing|benchmarks?|examples?)/")
+
+# ---------------------------------------------------------------- Python
+
+
+def _expr_name(node: ast.AST) -> str:
+    """A short name for a runtime value: the last attribute or the variable."""
+    try:
+        text = ast.unparse(node)
+    except Exception:  # noqa: BLE001 - any odd node is just "value"
+        return "value"
+    m = re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text)
+    name = m[-1] if m else "value"
+    return name if len(text) < 60 else "value"
+
+
+_PERCENT = re.compile(r"%(?:\((\w+)\))?[-#0 +]*\d*(?:\.\d+)?[hlLqjzt]*([diouxXeEfFgGcrsa%])")
+
+
+def _percent_to_fields(fmt: str, names: list[str]) -> str:
+    it = iter(names)
+
+    def sub(m):
+        if m.group(2) == "%":
+            return "%"
+        return "{" + (m.group(1) or next(it, _printf_kind(m.group(2)))) + "}"
+    return _PERCENT.sub(sub, fmt.replace("{", "{{").replace("}", "}}")).replace("{{", "(").replace("}}", ")")
+
+
+def _printf_kind(conv: str) -> str:
+    return {"d": "int", "i": "int", "u": "int", "o": "int", "x": "hex", "X": "hex", "p": "hex",
+            "f": "float", "e": "float", "g": "float", "F": "float", "E": "float", "G": "float",
+            "c": "char"}.get(conv, "str")
+
+
+# name -> the templates assigned to it in the file being mined (msg = f"..."; msg += "...")
+_ASSIGNED: dict[str, list[str]] = {}
+
+
+def _inline(node: ast.AST) -> str | None:
+    """A variable that the file assigns one message template (and perhaps appends to): that
+    template, so that `raise X(msg)` and `f"{hint}"` keep their words."""
+    if isinstance(node, ast.Name) and node.id in _ASSIGNED and len(_ASSIGNED[node.id]) <= 3:
+        return "".join(_ASSIGNED[node.id])
+    return None
+
+
+def py_message(node: ast.AST, args: list[ast.AST] = ()) -> str | None:
+    """The template of a message expression, or None when it holds no literal text."""
+    inlined = _inline(node)
+    if inlined is not None:
+        return inlined
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        text = node.value.replace("{", "(").replace("}", ")")
+        if args and "%" in node.value:
+            text = _percent_to_fields(node.value, [_expr_name(a) for a in args])
+        return text
+    if isinstance(node, ast.JoinedStr):
+        out = []
+        for part in node.values:
+            if isinstance(part, ast.Constant):
+                out.append(str(part.value).replace("{", "(").replace("}", ")"))
+            else:
+                out.append(_inline(part.value) or "{" + _expr_name(part.value) + "}")
+        return "".join(out)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = py_message(node.left), py_message(node.right)
+        return (left if left is not None else "{" + _expr_name(node.left) + "}") + \
+               (right if right is not None else "{" + _expr_name(node.right) + "}")
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod) and \
+            isinstance(node.left, ast.Constant) and isinstance(node.left.value, str):
+        vals = node.right.elts if isinstance(node.right, ast.Tuple) else [node.right]
+        return _percent_to_fields(node.left.value, [_expr_name(v) for v in vals])
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format" \
+            and isinstance(node.func.value, ast.Constant) and isinstance(node.func.value.value, str):
+        return re.sub(r"\{([^{}]*)\}", lambda m: "{" + (m.group(1).split(":")[0].split("!")[0] or "value") + "}",
+                      node.func.value.value)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "join":
+        return None
+    return None
+
+
+_LOG_LEVELS = {"error": "error", "exception": "error", "critical": "error", "fatal": "error",
+               "warning": "warning", "warn": "warning"}
+
+
+def _is_logger(node: ast.AST) -> bool:
+    name = _expr_name(node).lower()
+    return name.endswith(("log", "logger", "_logger")) or name == "logging"
+
+
+def mine_python(path: Path, rel: str) -> list[dict]:
+    return mine_python_text(path.read_text(encoding="utf-8", errors="replace"), rel)
+
+
+def archive_files(archive: str):
+    """(path inside the project, text) of every .py file of a wheel or an sdist."""
+    import tarfile
+    import zipfile
+    if archive.endswith(".whl"):
+        with zipfile.ZipFile(archive) as z:
+            for name in z.namelist():
+                if name.endswith(".py"):
+                    yield name, z.read(name).decode("utf-8", "replace")
+    else:
+        with tarfile.open(archive) as t:
+            for m in t.getmembers():
+                if m.isfile() and m.name.endswith(".py"):
+                    yield m.name.split("/", 1)[1], t.extractfile(m).read().decode("utf-8", "replace")
+
+
+def mine_python_text(text: str, rel: str) -> list[dict]:
+    """Raised exceptions, warnings.warn and logger.error/warning calls of one file."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return []
+    _ASSIGNED.clear()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if len(targets) == 1 and isinstance(targets[0], ast.Name) and \
+                    isinstance(node.value, (ast.Constant, ast.JoinedStr, ast.BinOp)):
+                name = targets[0].id
+                if isinstance(node, ast.Assign):
+                    _ASSIGNED.pop(name, None)     # the first (re)assignment starts the template
+                msg = py_message(node.value)
+                if msg is not None and re.search(r"[A-Za-z]{3}", msg) and " " in msg:
+                    _ASSIGNED.setdefault(name, []).append(msg)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args:
+            exc = _expr_name(node.exc.func)
+            msg = py_message(node.exc.args[0])
+            if msg is not None:
+                found.append(dict(message=msg, level="error", style="python-raise", raises=exc,
+                                  where=f"{rel}:{node.lineno}"))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args:
+            attr = node.func.attr
+            if attr == "warn" and _expr_name(node.func.value) == "warnings":
+                msg = py_message(node.args[0])
+                category = _expr_name(node.args[1]) if len(node.args) > 1 else "UserWarning"
+                for kw in node.keywords:
+                    if kw.arg == "category":
+                        category = _expr_name(kw.value)
+                if msg is not None:
+                    found.append(dict(message=msg, level="warning", style="python-warn", raises=category,
+                                      where=f"{rel}:{node.lineno}"))
+            elif attr in _LOG_LEVELS and _is_logger(node.func.value):
+                msg = py_message(node.args[0], node.args[1:])
+                if msg is not None:
+                    found.append(dict(message=msg, level=_LOG_LEVELS[attr], style="python-log",
+                                      where=f"{rel}:{node.lineno}"))
+    return found
+
+
+# ---------------------------------------------------------------- C and C++
+
+_C_TOKEN = re.compile(r'''
+    (?P<comment>//[^\n]*|/\*.*?\*/)
+  | (?P<string>(?:u8|[uUL])?"(?:[^"\\\n]|\\.)*")
+  | (?P<char>'(?:[^'\\\n]|\\.)+')
+  | (?P<open>[(\[{])
+  | (?P<close>[)\]}])
+  | (?P<comma>,)
+  | (?P<shift><<)
+  | (?P<semi>;)
+  | (?P<other>[^\s"'()\[\]{},;</]+|[</])
+''', re.S | re.X)
+
+
+def _c_unescape(lit: str) -> str:
+    body = lit[lit.index('"') + 1:-1]
+    return re.sub(r"\\(.)", lambda m: {"n": " ", "t": " ", '"': '"', "\\": "\\"}.get(m.group(1), m.group(1)), body)
+
+
+def _c_call_args(src: str, start: int) -> tuple[list[list[tuple[str, str]]], int]:
+    """The arguments of the call whose "(" is at start, as lists of tokens; and the end."""
+    depth, args, cur, pos = 0, [], [], start
+    for m in _C_TOKEN.finditer(src, start):
+        kind, text = m.lastgroup, m.group()
+        pos = m.end()
+        if kind == "comment":
+            continue
+        if kind == "open":
+            depth += 1
+            if depth == 1:
+                continue
+        elif kind == "close":
+            depth -= 1
+            if depth == 0:
+                args.append(cur)
+                return args, pos
+        elif kind == "comma" and depth == 1:
+            args.append(cur)
+            cur = []
+            continue
+        elif kind == "semi" and depth <= 1:
+            break
+        cur.append((kind, text))
+    return args, pos
+
+
+_FMT_FIELD = re.compile(r"\{(?:\d+)?(?::[^{}]*)?\}")
+
+
+def _c_fmt(args) -> str | None:
+    """fmt::format / C10D_ERROR style: "{}" fields in the literal, values after it."""
+    if not args or not args[0] or not all(k == "string" for k, _ in args[0]):
+        return None
+    fmt = "".join(_c_unescape(t) for _, t in args[0])
+    names = iter(_c_piece(a) for a in args[1:])
+    return _FMT_FIELD.sub(lambda m: next(names, "{value}"), fmt.replace("{{", "(").replace("}}", ")"))
+
+
+def _c_piece(tokens: list[tuple[str, str]], printf: bool = False) -> str:
+    """One argument: adjacent string literals joined; a nested c10::str(...) or
+    fmt::format(...) read as its own template; anything else a {name} field."""
+    if tokens and all(k == "string" for k, _ in tokens):
+        text = "".join(_c_unescape(t) for _, t in tokens)
+        text = text.replace("{", "(").replace("}", ")")
+        return _percent_to_fields(text, []) if printf else text
+    words = [t for k, t in tokens]
+    for i, t in enumerate(words[:-1]):
+        if words[i + 1] == "(" and re.search(r"(?:^|::)(format|str|c_str)$", t) and not t.endswith("c_str"):
+            inner = " ".join(words[i + 1:])
+            args, _ = _c_call_args(inner, 0)
+            out = _c_fmt(args) if t.endswith("format") else "".join(_c_piece(a) for a in args)
+            if out is not None:
+                return out
+    names = [w for k, t in tokens if k == "other" for w in re.findall(r"[A-Za-z_]\w*", t)
+             if w not in ("c_str", "str", "what", "std", "to_string", "size_t", "int")]
+    return "{" + (names[-1] if names else "value") + "}"
+
+
+def _c_printf(args) -> str | None:
+    """printf-style: the format's literal text with {kind} (or the argument's name) fields."""
+    if not args or not args[0] or not all(k == "string" for k, _ in args[0]):
+        return None
+    fmt = "".join(_c_unescape(t) for _, t in args[0])
+    names = []
+    for a in args[1:]:
+        n = [w for k, t in a if k == "other" for w in re.findall(r"[A-Za-z_]\w*", t)]
+        names.append(n[-1] if n and n[-1] not in ("int", "long", "char", "void", "size_t", "c_str") else None)
+    it = iter(names)
+
+    def sub(m):
+        if m.group(2) == "%":
+            return "%"
+        name = next(it, None)
+        return "{" + (name or _printf_kind(m.group(2))) + "}"
+    return _PERCENT.sub(sub, fmt.replace("{", "(").replace("}", ")"))
+
+
+def _c_stream(src: str, pos: int) -> tuple[str, int]:
+    """After `LOG(ERROR)`: the `<< a << "b"` chain up to the ';' as a template."""
+    pieces, cur, depth = [], [], 0
+    for m in _C_TOKEN.finditer(src, pos):
+        kind, text = m.lastgroup, m.group()
+        if kind == "comment":
+            continue
+        if kind == "open":
+            depth += 1
+        elif kind == "close":
+            depth -= 1
+        if depth == 0 and kind in ("shift", "semi"):
+            if cur:
+                pieces.append(_c_piece(cur))
+            cur = []
+            if kind == "semi":
+                return "".join(pieces), m.end()
+            continue
+        cur.append((kind, text))
+    return "".join(pieces), len(src)
+
+
+# how c10's error types print in a Python traceback (torch/csrc/Exceptions.h)
+_PY_ERROR_NAMES = {"DistBackendError": "torch.distributed.DistBackendError",
+                   "DistNetworkError": "torch.distributed.DistNetworkError",
+                   "DistStoreError": "torch.distributed.DistStoreError",
+                   "DistError": "torch.distributed.DistError",
+                   "ValueError": "ValueError", "TypeError": "TypeError", "IndexError": "IndexError",
+                   "NotImplementedError": "NotImplementedError", "OutOfMemoryError": "torch.OutOfMemoryError",
+                   "AcceleratorError": "torch.AcceleratorError"}
+
+
+def line_of(src: str, pos: int) -> int:
+    return src.count("\n", 0, pos) + 1
+
+
+def mine_c(src: str, rel: str, macros: dict[str, tuple]) -> list[dict]:
+    """Calls of the named macros. macros: name -> (style, level, how) where how is
+    'printf' (a format and its values), 'concat' (values joined, c10's str(...)),
+    'check' (a condition first, then the message pieces) or 'stream' (LOG(...) << ...)."""
+    found = []
+    calls = "|".join(sorted((re.escape(n) for n in macros if not n.endswith(")")), key=len, reverse=True))
+    streams = "|".join(re.escape(n) for n in macros if n.endswith(")")) or "(?!)"
+    for m in re.finditer(rf"\b(?:({streams})|({calls})\s*\()", src):
+        style, level, how = macros[m[1] or m[2]]
+        raises = None
+        if how == "stream":      # LOG(ERROR) has no call of its own: the message follows
+            msg, _ = _c_stream(src, m.end())
+            args, end = [], m.end()
+        else:
+            args, end = _c_call_args(src, m.end() - 1)
+        if how == "printf":
+            msg = _c_printf(args)
+        elif how == "stream":
+            pass
+        elif how == "check":
+            msg = "".join(_c_piece(a) for a in args[1:]) if len(args) > 1 else None
+        elif how == "check2":    # GLOO_ENFORCE_EQ(a, b, message...)
+            msg = "".join(_c_piece(a) for a in args[2:]) if len(args) > 2 else None
+        elif how == "typed":     # C10_THROW_ERROR(Type, message)
+            msg = "".join(_c_piece(a) for a in args[1:]) if len(args) > 1 else None
+            raises = _c_piece(args[0]).strip("{}") if args else None
+        elif how == "typed-check":   # TORCH_CHECK_WITH(Type, cond, message...)
+            msg = "".join(_c_piece(a) for a in args[2:]) if len(args) > 2 else None
+            raises = _c_piece(args[0]).strip("{}") if args else None
+        elif how == "fmt":
+            msg = _c_fmt(args)
+        else:
+            msg = "".join(_c_piece(a) for a in args)
+        if msg and re.search(r"[A-Za-z]{3}", re.sub(r"\{[^{}]*\}", "", msg)):
+            item = dict(message=msg.strip(), level=level, style=style, where=f"{rel}:{line_of(src, m.start())}")
+            if raises:
+                item["raises"] = _PY_ERROR_NAMES.get(raises, raises)
+            found.append(item)
+    return found
+
+
+PYTORCH_MACROS = {
+    "TORCH_CHECK": ("cpp-check", "error", "check"),
+    "TORCH_CHECK_WITH": ("cpp-check", "error", "typed-check"),
+    "TORCH_CHECK_VALUE": ("cpp-check", "error", "check"),
+    "TORCH_CHECK_INDEX": ("cpp-check", "error", "check"),
+    "TORCH_CHECK_NOT_IMPLEMENTED": ("cpp-check", "error", "check"),
+    "C10_THROW_ERROR": ("cpp-check", "error", "typed"),
+    "C10D_THROW_ERROR": ("cpp-check", "error", "typed"),
+    "TORCH_WARN": ("cpp-warn", "warning", "concat"),
+    "TORCH_WARN_ONCE": ("cpp-warn", "warning", "concat"),
+    "C10D_ERROR": ("cpp-log", "error", "fmt"),
+    "C10D_WARNING": ("cpp-log", "warning", "fmt"),
+    "LOG(ERROR)": ("cpp-log", "error", "stream"),
+    "LOG(WARNING)": ("cpp-log", "warning", "stream"),
+    "LOG(FATAL)": ("cpp-log", "error", "stream"),
+}
+# Slurm's user-facing tools and the step daemon: error()/fatal() print "srun: error: ...",
+# "slurmstepd: error: ..." (src/common/log.c); verbose levels are not failures.
+SLURM_SCOPE = ["src/srun", "src/slurmd/slurmstepd", "src/plugins/task/cgroup", "src/plugins/cgroup",
+               "src/sbatch", "src/salloc", "src/plugins/launch"]
+SLURM_MACROS = {"error": ("slurm-error", "error", "printf"), "fatal": ("slurm-error", "error", "printf")}
+NCCL_MACROS = {"WARN": ("nccl-warn", "error", "printf")}   # NCCL reports its errors as WARN
+GLOO_MACROS = {
+    "GLOO_ENFORCE": ("gloo-enforce", "error", "check"),
+    "GLOO_ENFORCE_EQ": ("gloo-enforce", "error", "check2"), "GLOO_ENFORCE_NE": ("gloo-enforce", "error", "check2"),
+    "GLOO_ENFORCE_LE": ("gloo-enforce", "error", "check2"), "GLOO_ENFORCE_LT": ("gloo-enforce", "error", "check2"),
+    "GLOO_ENFORCE_GE": ("gloo-enforce", "error", "check2"), "GLOO_ENFORCE_GT": ("gloo-enforce", "error", "check2"),
+    "GLOO_THROW_IO_EXCEPTION": ("gloo-throw", "error", "concat"),
+    "GLOO_THROW_INVALID_OPERATION_EXCEPTION": ("gloo-throw", "error", "concat"),
+    "GLOO_THROW": ("gloo-throw", "error", "concat"),
+    "GLOO_ERROR": ("gloo-log", "error", "concat"), "GLOO_WARN": ("gloo-log", "warning", "concat"),
+}
+
+
+def mine_nccl_results(src: str, rel: str) -> list[dict]:
+    """ncclGetErrorString's table: what PyTorch prints after "NCCL error in: ...". """
+    body = src[src.find("const char* ncclGetErrorString(ncclResult_t code) {"):]
+    body = body[:body.find("\n}")]
+    start = line_of(src, src.find("const char* ncclGetErrorString(ncclResult_t code) {"))
+    out = []
+    for m in re.finditer(r'return\s+"((?:[^"\\]|\\.)*)"', body):
+        if m.group(1) != "no error":
+            out.append(dict(message=m.group(1), level="error", style="nccl-result",
+                            where=f"{rel}:{start + body.count(chr(10), 0, m.start())}"))
+    return out
+
+
+# ---------------------------------------------------------------- sources
+
+
+def git_files(gitdir: str, ref: str, prefix: str, suffixes: tuple) -> dict[str, str]:
+    names = subprocess.run(["git", "--git-dir", gitdir, "ls-tree", "-r", "--name-only", ref, prefix],
+                           check=True, capture_output=True, text=True).stdout.split()
+    out = {}
+    for name in names:
+        if name.endswith(suffixes) and not EXCLUDE.search("/" + name):
+            out[name] = subprocess.run(["git", "--git-dir", gitdir, "show", f"{ref}:{name}"], check=True,
+                                       capture_output=True).stdout.decode("utf-8", "replace")
+    return out
+
+
+def commit_of(gitdir: str, ref: str) -> str:
+    return subprocess.run(["git", "--git-dir", gitdir, "rev-parse", f"{ref}^{{commit}}"], check=True,
+                          capture_output=True, text=True).stdout.strip()
+
+
+def release_of_tag(tag: str) -> str:
+    return re.sub(r"^v", "", tag)
+
+
+def mine_release(project: str, args, ref: str | None) -> tuple[list[dict], dict]:
+    """(templates, provenance) of one release."""
+    if project == "nccl":
+        files = git_files(args.git, ref, "src", (".cc", ".h", ".cu", ".cpp"))
+        found = []
+        for rel, src in files.items():
+            found += mine_c(src, rel, NCCL_MACROS)
+            if "ncclGetErrorString(ncclResult_t code) {" in src:
+                found += mine_nccl_results(src, rel)
+        return found, {"repository": "https://github.com/NVIDIA/nccl", "ref": ref, "commit": commit_of(args.git, ref)}
+    if project == "gloo":
+        files = git_files(args.git, ref, "gloo", (".cc", ".h", ".cu", ".cpp"))
+        found = []
+        for rel, src in files.items():
+            found += mine_c(src, rel, GLOO_MACROS)
+        return found, {"repository": "https://github.com/pytorch/gloo", "ref": ref, "commit": commit_of(args.git, ref)}
+    if project == "pytorch":
+        tree = Path(args.tree)
+        found = []
+        for scope in PYTORCH_SCOPE:
+            paths = sorted((tree / scope).rglob("*.py")) if scope.endswith("/") else [tree / scope]
+            for p in paths:
+                rel = p.relative_to(tree).as_posix()
+                if p.is_file() and not EXCLUDE.search("/" + rel):
+                    found += mine_python(p, rel)
+        provenance = {"repository": "https://github.com/pytorch/pytorch", "ref": f"v{args.release}",
+                      "mined_from": f"the installed torch=={args.release} wheel's Python sources"}
+        if args.cpp_tree:
+            # The C++ half is not in the wheel: files copied from the repository, each at
+            # the commit COMMITS.tsv names ("path<TAB>commit<TAB>chars").
+            files = {}
+            for row in (Path(args.cpp_tree) / "COMMITS.tsv").read_text().splitlines():
+                path, commit = row.split("\t")[:2]
+                src = (Path(args.cpp_tree) / path).read_text(encoding="utf-8", errors="replace")
+                found += [dict(f, release=f"source@{commit[:10]}") for f in mine_c(src, path, PYTORCH_MACROS)]
+                files[path] = commit
+            provenance["cpp_files"] = files
+        return found, provenance
+    if project in PY_PROJECTS:
+        repo, scope = PY_PROJECTS[project]
+        found = []
+        for rel, text in archive_files(args.archive):
+            if rel.endswith(".py") and rel.startswith(tuple(scope)) and not EXCLUDE.search("/" + rel) and \
+                    any(rel == sc or (sc.endswith("/") and rel.startswith(sc)) for sc in scope):
+                found += mine_python_text(text, rel)
+        return found, {"repository": repo, "ref": f"v{args.release}", "mined_from": Path(args.archive).name}
+    if project == "slurm":
+        files = {}
+        for prefix in SLURM_SCOPE:
+            files.update(git_files(args.git, ref, prefix, (".c", ".h")))
+        found = []
+        for rel, src in files.items():
+            found += mine_c(src, rel, SLURM_MACROS)
+        return found, {"repository": "https://github.com/SchedMD/slurm", "ref": ref, "commit": commit_of(args.git, ref)}
+    if project == "cuda-runtime":
+        lib = ctypes.CDLL(args.libcudart)
+        lib.cudaGetErrorString.restype = ctypes.c_char_p
+        lib.cudaGetErrorName.restype = ctypes.c_char_p
+        found = []
+        for code in range(1, 1000):
+            name = lib.cudaGetErrorName(code)
+            if name and not name.startswith(b"unrecognized"):
+                found.append(dict(message=lib.cudaGetErrorString(code).decode(), level="error",
+                                  style="cuda-runtime", where=f"{name.decode()} = {code}"))
+        return found, {"library": Path(args.libcudart).name, "ref": args.release,
+                       "mined_from": "cudaGetErrorName/cudaGetErrorString of every code, called with ctypes"}
+    raise SystemExit(f"unknown project {project!r}")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("project", choices=["nccl", "gloo", "pytorch", "cuda-runtime", "slurm", *PY_PROJECTS])
+    ap.add_argument("--archive", help="the release's wheel or sdist (transformers, accelerate, ...)")
+    ap.add_argument("--git", help="a git directory (nccl, gloo)")
+    ap.add_argument("--tags", nargs="*", default=["HEAD"], help="the releases to read, oldest first")
+    ap.add_argument("--tree", help="site-packages holding the installed release (pytorch)")
+    ap.add_argument("--cpp-tree", help="copied C++ sources with a COMMITS.tsv (pytorch)")
+    ap.add_argument("--libcudart", help="libcudart.so of the release (cuda-runtime)")
+    ap.add_argument("--release", help="the release's version (pytorch, cuda-runtime)")
+    args = ap.parse_args(argv)
+    catalog = load_project(HERE / f"{args.project}.yaml", args.project)
+    refs = args.tags if args.project in ("nccl", "gloo", "slurm") else [None]
+    for ref in refs:
+        found, provenance = mine_release(args.project, args, ref)
+        release = release_of_tag(ref) if ref and ref != "HEAD" else (args.release or provenance.get("commit", "")[:10])
+        catalog.add_release(release, provenance,
+                            [Template.mined(args.project, f.pop("release", release), **f) for f in found])
+        print(f"{args.project} {release}: {len({template_key(f['message']) for f in found})} templates")
+    save_project(catalog, HERE / f"{args.project}.yaml")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

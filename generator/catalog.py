@@ -1,0 +1,356 @@
+"""The message catalogue: catalog/<project>.yaml, one file per upstream project.
+
+Each file lists every error- and warning-level message template the in-scope code
+of that project prints (mined from source by catalog/mine.py), where it is printed,
+the releases that print it in that form, and what it means for faildex, exactly one of:
+
+  entry: <id>            the failure this message names or confirms
+  collateral: [<id>, …]  printed as a consequence of those failures
+  benign: <why>          printed by healthy jobs
+  uncovered: true        nobody has mapped it yet (the contributors' to-do list)
+
+A template is the message with every runtime value written as a `{name}` field.
+`printed()` renders it the way the software prints it (the exception line, the NCCL
+WARN line, the glog line) with values filled in; the validator, the coverage bench
+and the rendered-and-cut test all read templates through this module.
+"""
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ruamel.yaml import YAML
+
+ROOT = Path(__file__).resolve().parent.parent
+CATALOG_DIR = ROOT / "catalog"
+FIELD = re.compile(r"\{([^{}]*)\}")
+MAPPINGS = ("entry", "collateral", "benign", "uncovered")
+
+
+def template_key(message: str) -> str:
+    """Templates that differ only in their field names are one template."""
+    return FIELD.sub("{}", message)
+
+
+@dataclass
+class Template:
+    project: str
+    message: str
+    level: str
+    style: str
+    where: str
+    releases: str                      # "first .. last" or one release
+    raises: str | None = None          # the exception or warning class, when there is one
+    entry: str | None = None
+    collateral: list[str] | None = None
+    benign: str | None = None
+    uncovered: str | bool | None = None   # True, or the failure class it would need
+    note: str | None = None
+    sites: int = 1
+    line: int = 0                      # of the item in its catalog file (for messages)
+    key_words: str | None = None       # the words that make it this message (default: its longest literal run)
+
+    @classmethod
+    def mined(cls, project: str, release: str, **found) -> "Template":
+        return cls(project=project, releases=release, **found)
+
+    @property
+    def mapping(self) -> str:
+        if self.entry:
+            return "entry"
+        if self.collateral:
+            return "collateral"
+        if self.benign:
+            return "benign"
+        return "uncovered"
+
+    @property
+    def ids(self) -> list[str]:
+        """The entries this template is tied to (its own, or those it is collateral of)."""
+        return [self.entry] if self.entry else list(self.collateral or [])
+
+    def to_yaml(self) -> dict:
+        out = {"message": self.message, "level": self.level, "style": self.style, "where": self.where}
+        if self.sites > 1:
+            out["sites"] = self.sites
+        if self.raises:
+            out["raises"] = self.raises
+        out["releases"] = self.releases
+        if self.entry:
+            out["entry"] = self.entry
+        elif self.collateral:
+            out["collateral"] = list(self.collateral)
+        elif self.benign:
+            out["benign"] = self.benign
+        else:
+            out["uncovered"] = self.uncovered or True
+        if self.key_words:
+            out["key_words"] = self.key_words
+        if self.note:
+            out["note"] = self.note
+        return out
+
+    @property
+    def distinguishing(self) -> str:
+        """The literal words that make a line this message: key_words when the catalogue
+        sets them, else the template's longest run of literal text."""
+        if self.key_words:
+            return self.key_words
+        runs = [r.strip() for r in FIELD.split(self.message)[::2]]
+        return max(runs, key=lambda r: len(r.split())) if runs else ""
+
+    # ------------------------------------------------------------ rendering
+
+    def filled(self, rng: random.Random | None = None) -> str:
+        """The message with each field filled: a typical value, or a random one of its kind."""
+        return FIELD.sub(lambda m: fill(m.group(1), rng), self.message)
+
+    def printed(self, rng: random.Random | None = None) -> str:
+        """The line as the software prints it."""
+        return printed_line(self.style, self.filled(rng), self.where, self.raises)
+
+
+# A field's kind comes from its name (the variable or the printf conversion).
+_KINDS = [
+    ("hex", re.compile(r"^(hex|ptr|addr(ess)?|handle)$|_ptr$", re.I)),
+    ("host", re.compile(r"host|hostname|master_addr|endpoint|ifname|iface|interface|peer", re.I)),
+    ("path", re.compile(r"path|file|dir|fname|folder|checkpoint_id|ckpt", re.I)),
+    ("float", re.compile(r"^(float|ratio|fraction|pct|percent)$", re.I)),
+    ("int", re.compile(r"^(int|char)$|rank|size|count|num|timeout|port|_ms$|^ms$|sec|second|_id$|^id$|idx|index|"
+                       r"len|dev|device|world|step|seq|attempt|retr|pid|errno|code|bytes|nbytes|elem|offset|"
+                       r"limit|max|min|total|version|nnodes|nproc|group|op$|tag", re.I)),
+]
+_TYPICAL = {"int": "3", "hex": "0x7f3a2c000000", "host": "gpu-node-17", "path": "/scratch/u1/run/ckpt.pt",
+            "float": "0.75", "str": "value"}
+_RANDOM = {
+    "int": ["0", "1", "7", "29500", "600000", "18446744073709551615"],
+    "hex": ["0x0", "0x7f3a2c000000", "0xdeadbeef"],
+    "host": ["gpu-node-17", "10.0.3.4", "node-a-12.cluster.internal", "[::1]", "ip-10-0-0-5.ec2.internal"],
+    "path": ["/scratch/u1/run/ckpt.pt", "C:\\jobs\\run 3\\model.bin", "/tmp/x", "./out/step_100/"],
+    "float": ["0.0", "1e-05", "3.14159"],
+    "str": ["x", "cuda:0", "AllReduce", "model.layers.3.mlp", "an unexpectedly long value " * 6],
+}
+
+
+def kind_of(name: str) -> str:
+    for kind, rx in _KINDS:
+        if rx.search(name):
+            return kind
+    return "str"
+
+
+def fill(name: str, rng: random.Random | None = None) -> str:
+    kind = kind_of(name)
+    return rng.choice(_RANDOM[kind]) if rng else _TYPICAL[kind]
+
+
+def printed_line(style: str, message: str, where: str, raises: str | None = None) -> str:
+    """How each kind of call site prints its message (the formats of the upstream
+    loggers and exception handlers, cited in catalog/README.md)."""
+    file, _, line = where.rpartition(":")
+    if style in ("python-raise", "cpp-check"):
+        return f"{raises or 'RuntimeError'}: {message}"
+    if style == "python-warn":
+        return f"/usr/lib/python3/site-packages/{file}:{line}: {raises or 'UserWarning'}: {message}"
+    if style == "python-log":
+        return f"W1205 01:02:03.456000 4242 site-packages/{file}:{line}] {message}"
+    if style == "cpp-warn":
+        return f"[W1205 01:02:03.456789 4242 {file}:{line}] Warning: {message} (function operator())"
+    if style == "cpp-log":
+        return f"[W1205 01:02:03.456789 4242 {file}:{line}] {message}"
+    if style == "nccl-warn":
+        return f"gpu-node-17:4242:4300 [0] {file}:{line} NCCL WARN {message}"
+    if style == "nccl-result":
+        return ("torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/"
+                f"ProcessGroupNCCL.cpp:2027, {message}, NCCL version 2.21.5")
+    if style == "slurm-error":
+        tool = "slurmstepd" if "slurmstepd" in file else file.split("/")[1] if file.count("/") > 1 else "srun"
+        return f"{tool}: error: {message}"
+    if style == "cuda-runtime":
+        return f"torch.AcceleratorError: CUDA error: {message}"
+    if style == "gloo-enforce":
+        return f"RuntimeError: [enforce fail at /pytorch/third_party/gloo/{file}:{line}] {message}"
+    if style in ("gloo-throw", "gloo-log"):
+        return f"RuntimeError: [/pytorch/third_party/gloo/{file}:{line}] {message}"
+    return message
+
+
+# ------------------------------------------------------------ files
+
+
+@dataclass
+class ProjectCatalog:
+    project: str
+    header: dict = field(default_factory=dict)
+    templates: dict[str, Template] = field(default_factory=dict)
+    path: Path | None = None
+
+    @property
+    def release_order(self) -> list[str]:
+        return [r["release"] for r in self.header.get("releases", [])]
+
+    def add_release(self, release: str, provenance: dict, found: list[Template]) -> None:
+        """Merge one release's templates: known ones widen their range, new ones start uncovered."""
+        releases = [r for r in self.header.setdefault("releases", []) if r["release"] != release]
+        releases.append(dict(release=release, **provenance))
+        self.header["releases"] = releases
+        seen: dict[str, Template] = {}
+        for t in found:
+            key = template_key(t.message)
+            if key in seen:
+                seen[key].sites += 1
+                continue
+            seen[key] = t
+        for key, t in seen.items():
+            old = self.templates.get(key)
+            if old is None:
+                self.templates[key] = t
+                continue
+            first = old.releases.split(" .. ")[0]
+            old.releases = t.releases if first == t.releases else f"{first} .. {t.releases}"
+            old.message, old.where, old.level, old.style, old.sites = t.message, t.where, t.level, t.style, t.sites
+            old.raises = t.raises
+
+
+class CatalogError(ValueError):
+    """A catalogue file that cannot be read: names the file and line."""
+
+
+_FIELDS = {"message", "level", "style", "where", "releases", "raises", "sites", "note", "key_words", *MAPPINGS}
+
+
+def load_project(path: Path, project: str | None = None) -> ProjectCatalog:
+    if not path.exists():
+        return ProjectCatalog(project=project or path.stem, path=path)
+    rel = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+    try:
+        data = YAML(typ="rt").load(path.read_text(encoding="utf-8")) or {}
+    except Exception as err:  # noqa: BLE001 - ruamel's errors carry the position in their text
+        mark = getattr(err, "problem_mark", None)
+        raise CatalogError(f"{rel}:{mark.line + 1 if mark else 1}: not valid YAML: "
+                           f"{getattr(err, 'problem', None) or err}") from None
+    cat = ProjectCatalog(project=str(data.get("project", project or path.stem)),
+                         header={k: v for k, v in data.items() if k not in ("templates", "project")}, path=path)
+    for i, item in enumerate(data.get("templates") or []):
+        line = data["templates"].lc.item(i)[0] + 1
+        where = f"{rel}:{line}"
+        if not isinstance(item, dict) or not isinstance(item.get("message"), str):
+            raise CatalogError(f"{where}: a template is a mapping with a message")
+        unknown = sorted(set(item) - _FIELDS)
+        if unknown:
+            raise CatalogError(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(sorted(_FIELDS))})")
+        mapped = [k for k in MAPPINGS if item.get(k)]
+        if len(mapped) != 1:
+            raise CatalogError(f"{where}: template {item['message'][:60]!r} needs exactly one of "
+                               f"{', '.join(MAPPINGS)}; it has {', '.join(mapped) or 'none'}")
+        missing = [k for k in ("level", "style", "where", "releases") if not item.get(k)]
+        if missing:
+            raise CatalogError(f"{where}: template {item['message'][:60]!r} has no {missing[0]}")
+        coll = item.get("collateral")
+        t = Template(project=cat.project, message=str(item["message"]), level=str(item["level"]),
+                     style=str(item["style"]), where=str(item["where"]), releases=str(item["releases"]),
+                     raises=item.get("raises"), entry=item.get("entry"),
+                     collateral=[str(coll)] if isinstance(coll, str) else [str(c) for c in coll or []] or None,
+                     benign=item.get("benign"), uncovered=item.get("uncovered"), note=item.get("note"),
+                     sites=int(item.get("sites", 1)),
+                     line=line, key_words=item.get("key_words"))
+        cat.templates[template_key(t.message)] = t
+    return cat
+
+
+def save_project(cat: ProjectCatalog, path: Path) -> None:
+    def order(t: Template):
+        file, _, line = t.where.rpartition(":")
+        return (file, int(line) if line.isdigit() else 0, t.message)
+    data = {"project": cat.project, **cat.header,
+            "templates": [t.to_yaml() for t in sorted(cat.templates.values(), key=order)]}
+    yaml = YAML()
+    yaml.width = 4096
+    yaml.indent(mapping=2, sequence=4, offset=2)
+    with path.open("w", encoding="utf-8") as fh:
+        fh.write(f"# Generated by catalog/mine.py, then mapped by hand: see catalog/README.md.\n")
+        yaml.dump(data, fh)
+
+
+def load_all(root: Path = ROOT) -> list[ProjectCatalog]:
+    return [load_project(p) for p in sorted((root / "catalog").glob("*.yaml"))]
+
+
+def all_templates(root: Path = ROOT) -> list[Template]:
+    return [t for cat in load_all(root) for t in cat.templates.values()]
+
+
+# ------------------------------------------------------------ signatures against templates
+
+
+# Values tried in every field when asking "can this template print a line the signature
+# matches": the field's own kind first, then values of every other kind.
+PROBES = ["3", "-11", "15", "SIGTERM", "value", "gpu-node-17", "/scratch/u1/run/ckpt.pt", "0x7f3a2c000000",
+          "cuda:0", "torch.float32", "1.5", "nan", "model.layers.0.weight", "AllReduce", "ALLREDUCE"]
+
+
+class Rendered:
+    """Every template rendered with typical values and with each probe value, as printed
+    and as the bare message; searched for a signature through its longest literal."""
+
+    def __init__(self, templates: list[Template]):
+        self.templates = templates
+        self.owner: list[int] = []
+        lines = []
+        for i, t in enumerate(templates):
+            variants = {t.printed(), t.filled()}
+            if FIELD.search(t.message):
+                for probe in PROBES:
+                    msg = FIELD.sub(lambda m: probe, t.message)
+                    variants |= {msg, printed_line(t.style, msg, t.where, t.raises)}
+            for v in sorted(variants):
+                lines.append(v)
+                self.owner.append(i)
+        self.lines = lines
+        self.text = "\n".join(lines)
+        self.starts = []
+        pos = 0
+        for ln in lines:
+            self.starts.append(pos)
+            pos += len(ln) + 1
+
+    def matches(self, regex: "re.Pattern", literal: str = "") -> set[int]:
+        """Indexes of the templates some rendering of which the regex matches."""
+        import bisect
+        if not literal:
+            return {self.owner[i] for i, ln in enumerate(self.lines) if regex.search(ln)}
+        found, seen, pos = set(), set(), self.text.find(literal)
+        while pos >= 0:
+            i = bisect.bisect_right(self.starts, pos) - 1
+            if i not in seen:
+                seen.add(i)
+                if regex.search(self.lines[i]):
+                    found.add(self.owner[i])
+            pos = self.text.find(literal, self.starts[i] + len(self.lines[i]))
+        return found
+
+
+def longest_literal(pattern: str) -> str:
+    from .regexes import required_literals
+    lits = required_literals(pattern)
+    return max(lits, key=len) if lits else ""
+
+
+def signature_table(entries) -> list[tuple[str, str, "re.Pattern"]]:
+    """(entry id, signature id, compiled regex) of every defining and supporting signature."""
+    out = []
+    for e in entries:
+        for s in e.data.get("signatures") or []:
+            if isinstance(s, dict) and s.get("strength") in ("defining", "supporting"):
+                try:
+                    out.append((e.id, s.get("id", ""), re.compile(s["regex"])))
+                except (re.error, TypeError, KeyError):
+                    continue
+    return out
+
+
+def matching_entries(line: str, table) -> set[str]:
+    """The entries one of whose signatures matches the printed line."""
+    return {eid for eid, _, rx in table if rx.search(line)}
