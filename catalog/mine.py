@@ -105,7 +105,8 @@ def _percent_to_fields(fmt: str, names: list[str]) -> str:
     def sub(m):
         if m.group(2) == "%":
             return "%"
-        return "{" + (m.group(1) or next(it, _printf_kind(m.group(2)))) + "}"
+        name = m.group(1) or next(it, None)
+        return "{" + (name if name and name != "value" else _printf_kind(m.group(2))) + "}"
     return _PERCENT.sub(sub, fmt.replace("{", "{{").replace("}", "}}")).replace("{{", "(").replace("}}", ")")
 
 
@@ -366,6 +367,11 @@ _PY_ERROR_NAMES = {"DistBackendError": "torch.distributed.DistBackendError",
                    "AcceleratorError": "torch.AcceleratorError"}
 
 
+def _blank_comments(src: str) -> str:
+    """Comments replaced by spaces (newlines kept, so line numbers stay right)."""
+    return _C_TOKEN.sub(lambda m: re.sub(r"[^\n]", " ", m.group()) if m.lastgroup == "comment" else m.group(), src)
+
+
 def line_of(src: str, pos: int) -> int:
     return src.count("\n", 0, pos) + 1
 
@@ -375,6 +381,7 @@ def mine_c(src: str, rel: str, macros: dict[str, tuple]) -> list[dict]:
     'printf' (a format and its values), 'concat' (values joined, c10's str(...)),
     'check' (a condition first, then the message pieces) or 'stream' (LOG(...) << ...)."""
     found = []
+    src = _blank_comments(src)
     calls = "|".join(sorted((re.escape(n) for n in macros if not n.endswith(")")), key=len, reverse=True))
     streams = "|".join(re.escape(n) for n in macros if n.endswith(")")) or "(?!)"
     for m in re.finditer(rf"\b(?:({streams})|({calls})\s*\()", src):

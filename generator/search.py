@@ -36,8 +36,26 @@ def _prose(d: dict) -> str:
     return " ".join(clean(p) for p in parts)
 
 
-def search_data(views, url) -> dict:
-    """views: the site's EntryViews; url(uri) -> the page's URL relative to the site root."""
+def catalog_words(root) -> dict[str, dict[str, list[str]]]:
+    """Per entry, the literal text of the catalogue messages mapped to it ("own") and of
+    those that follow from it ("after"): pasting a cataloged message finds its entry
+    even where no signature matches the whole line."""
+    from . import catalog
+    out: dict[str, dict[str, list[str]]] = {}
+    for path in sorted((root / "catalog").glob("*.yaml")):
+        for t in catalog.load_project(path).templates.values():
+            text = " ".join(catalog.FIELD.sub(" ", t.message).split())
+            if t.entry:
+                out.setdefault(t.entry, {}).setdefault("own", []).append(text)
+            for eid in t.collateral or []:
+                out.setdefault(eid, {}).setdefault("after", []).append(text)
+    return out
+
+
+def search_data(views, url, messages: dict | None = None) -> dict:
+    """views: the site's EntryViews; url(uri) -> the page's URL relative to the site root;
+    messages: catalog_words() (absent: no catalogue)."""
+    messages = messages or {}
     entries = []
     for v in sorted(views, key=lambda v: v.id):
         d = v.d
@@ -53,7 +71,10 @@ def search_data(views, url) -> dict:
             "id": v.id, "title": clean(v.title), "url": url(v.uri),
             "category": v.category_title, "summary": v.summary,
             "systems": list(d["systems"]), "downstream": bool(d.get("downstream")),
-            "refines": list(d.get("refines") or []), "signatures": sigs, "prose": _prose(d),
+            "refines": list(d.get("refines") or []), "signatures": sigs,
+            "prose": " ".join([_prose(d), *messages.get(v.id, {}).get("after", [])]),
+            # the catalogue's messages that name this failure: scored like signature text
+            "messages": " \n ".join(messages.get(v.id, {}).get("own", [])),
             # what the reader sees in the log, in the entry's words: scored like signatures
             "seen": " ".join(clean(x["see"]) for x in d["symptoms"]),
             # when this entry and the one it refines match the same line, these decide
@@ -67,6 +88,6 @@ def search_data(views, url) -> dict:
 def search_step(b) -> None:
     """Site build step: ship assets/faildex/search.json."""
     from .site import page_url
-    data = search_data(b.entries, lambda uri: page_url(uri, b.use_directory_urls))
+    data = search_data(b.entries, lambda uri: page_url(uri, b.use_directory_urls), catalog_words(b.root))
     b.add_text("assets/faildex/search.json",
                json.dumps(data, ensure_ascii=False, separators=(",", ":")))

@@ -459,7 +459,10 @@ class SiteBuild:
         nav: list = [{"Home": "index.md"}, {"Diagnose": "diagnose.md"}]
         nav.append({"Categories": [{title: f"categories/{cat}.md"}
                                    for cat, title, _, _ in self.categories]})
-        nav += [{"Error index": "errors.md"}, {"All entries": "entries/index.md"},
+        nav.append({"Error index": "errors.md"})
+        if "messages/index.md" in self.files:
+            nav.append({"Messages faildex knows": "messages/index.md"})
+        nav += [{"All entries": "entries/index.md"},
                 {"Systems": "systems/index.md"}]
         nav += [{title: uri} for title, uri in self.nav_extra]
         nav.append({"Contributing": "contributing.md"})
@@ -488,6 +491,25 @@ def index_pages(b: SiteBuild) -> None:
     b.render("errors.md.j2", "errors.md", in_nav=True, rows=rows)
 
 
+def message_pages(b: SiteBuild) -> None:
+    """"Messages faildex knows": every mapped template of the catalogue (catalog/), one row
+    each, and the contributors' list of the ones nobody has mapped yet."""
+    from . import catalog
+    cats = [catalog.load_project(p) for p in sorted((b.root / "catalog").glob("*.yaml"))]
+    if not cats:
+        return
+    rows, todo, counts = [], [], []
+    for cat in cats:
+        ts = list(cat.templates.values())
+        counts.append((cat.project, len(ts), sum(t.mapping != "uncovered" for t in ts)))
+        for t in ts:
+            views = [b.by_id[i] for i in t.ids if i in b.by_id]
+            (todo if t.mapping == "uncovered" else rows).append((cat.project, t, views))
+    rows.sort(key=lambda r: (r[1].message.lstrip("{").lower(), r[0]))
+    b.render("messages.md.j2", "messages/index.md", in_nav=True, rows=rows, counts=counts)
+    b.render("messages-uncovered.md.j2", "messages/uncovered.md", rows=todo, counts=counts)
+
+
 def diagnose_page(b: SiteBuild) -> None:
     """The diagnoser's page: site_template/diagnose.md as it is (its assets come from a
     later build step)."""
@@ -508,7 +530,7 @@ def contributing_page(b: SiteBuild) -> None:
              edit_url=f"{REPO_URL}/edit/{BRANCH}/CONTRIBUTING.md",
              guide=Markup(github_links(text)), tables=schema_tables(), codes=validator_codes(),
              categories=S.CATEGORIES, severities=S.SEVERITIES, strengths=S.STRENGTHS,
-             software=S.SOFTWARE)
+             software=S.SOFTWARE, has_catalog=any((b.root / "catalog").glob("*.yaml")))
 
 
 def api_files(b: SiteBuild) -> None:
@@ -522,7 +544,7 @@ def search_file(b: SiteBuild) -> None:
 
 
 STEPS: list[Callable[[SiteBuild], None]] = [
-    entry_pages, index_pages, diagnose_page, contributing_page, api_files, search_file,
+    entry_pages, index_pages, message_pages, diagnose_page, contributing_page, api_files, search_file,
 ]
 
 

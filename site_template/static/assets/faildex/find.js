@@ -65,7 +65,7 @@
   function prepare(e) {
     var name = words([e.title, e.id.replace(/-/g, " "), e.systems.join(" ")].join(" "));
     var sigText = e.signatures.map(function (s) { return s.text + " " + s.words; }).join(" \n ");
-    var sig = words(sigText + " \n " + (e.seen || ""));
+    var sig = words(sigText + " \n " + (e.seen || "") + " \n " + (e.messages || ""));
     var sigs = e.signatures.map(function (s) {
       var rx = null;
       if (s.re) {

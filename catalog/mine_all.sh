@@ -1,0 +1,25 @@
+#!/bin/sh
+# Rerun every miner with the sources this catalogue was made from (see README.md).
+# Set the locations of the sources; a missing one skips that project.
+#   NCCL_GIT GLOO_GIT SLURM_GIT   git directories of NVIDIA/nccl, pytorch/gloo, SchedMD/slurm
+#   TORCH_SITE                    site-packages holding torch==2.13.0
+#   TORCH_CPP                     copied PyTorch C++ files with COMMITS.tsv
+#   LIBCUDART                     libcudart.so.12 of nvidia-cuda-runtime-cu12==12.9.79
+#   WHEELS                        folder with the wheels and sdists named below
+set -e
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-.venv/bin/python}
+M="$PY catalog/mine.py"
+[ -n "$NCCL_GIT" ] && $M nccl --git "$NCCL_GIT" --tags v2.18.6-1 v2.21.5-1 v2.23.4-1 v2.26.2-1 v2.27.7-1 v2.28.9-1 v2.29.7-1
+[ -n "$GLOO_GIT" ] && $M gloo --git "$GLOO_GIT"
+[ -n "$TORCH_SITE" ] && $M pytorch --tree "$TORCH_SITE" --release 2.13.0 ${TORCH_CPP:+--cpp-tree "$TORCH_CPP"}
+[ -n "$LIBCUDART" ] && $M cuda-runtime --libcudart "$LIBCUDART" --release 12.9.79
+if [ -n "$WHEELS" ]; then
+  $M transformers --archive "$WHEELS/transformers-4.57.1-py3-none-any.whl" --release 4.57.1
+  $M accelerate --archive "$WHEELS/accelerate-1.10.1-py3-none-any.whl" --release 1.10.1
+  $M huggingface_hub --archive "$WHEELS/huggingface_hub-0.35.3-py3-none-any.whl" --release 0.35.3
+  $M deepspeed --archive "$WHEELS/deepspeed-0.17.6.tar.gz" --release 0.17.6
+  $M vllm --archive "$WHEELS/vllm-0.11.0-cp38-abi3-manylinux1_x86_64.whl" --release 0.11.0
+fi
+[ -n "$SLURM_GIT" ] && $M slurm --git "$SLURM_GIT" --tags slurm-23-11-11-1 slurm-24-11-6-1 slurm-25-11-7-1
+exit 0
