@@ -107,7 +107,8 @@ def _percent_to_fields(fmt: str, names: list[str]) -> str:
             return "%"
         name = m.group(1) or next(it, None)
         return "{" + (name if name and name != "value" else _printf_kind(m.group(2))) + "}"
-    return _PERCENT.sub(sub, fmt.replace("{", "{{").replace("}", "}}")).replace("{{", "(").replace("}}", ")")
+    # literal braces become parentheses first, so that only fields are in braces
+    return _PERCENT.sub(sub, fmt.replace("{", "(").replace("}", ")"))
 
 
 def _printf_kind(conv: str) -> str:
@@ -158,8 +159,6 @@ def py_message(node: ast.AST, args: list[ast.AST] = ()) -> str | None:
             and isinstance(node.func.value, ast.Constant) and isinstance(node.func.value.value, str):
         return re.sub(r"\{([^{}]*)\}", lambda m: "{" + (m.group(1).split(":")[0].split("!")[0] or "value") + "}",
                       node.func.value.value)
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "join":
-        return None
     return None
 
 
@@ -296,13 +295,11 @@ def _c_fmt(args) -> str | None:
     return _FMT_FIELD.sub(lambda m: next(names, "{value}"), fmt.replace("{{", "(").replace("}}", ")"))
 
 
-def _c_piece(tokens: list[tuple[str, str]], printf: bool = False) -> str:
+def _c_piece(tokens: list[tuple[str, str]]) -> str:
     """One argument: adjacent string literals joined; a nested c10::str(...) or
     fmt::format(...) read as its own template; anything else a {name} field."""
     if tokens and all(k == "string" for k, _ in tokens):
-        text = "".join(_c_unescape(t) for _, t in tokens)
-        text = text.replace("{", "(").replace("}", ")")
-        return _percent_to_fields(text, []) if printf else text
+        return "".join(_c_unescape(t) for _, t in tokens).replace("{", "(").replace("}", ")")
     words = [t for k, t in tokens]
     for i, t in enumerate(words[:-1]):
         if words[i + 1] == "(" and re.search(r"(?:^|::)(format|str|c_str)$", t) and not t.endswith("c_str"):
@@ -317,7 +314,7 @@ def _c_piece(tokens: list[tuple[str, str]], printf: bool = False) -> str:
 
 
 def _c_printf(args) -> str | None:
-    """printf-style: the format's literal text with {kind} (or the argument's name) fields."""
+    """printf-style: the format's literal text with {name} (or {kind}) fields."""
     if not args or not args[0] or not all(k == "string" for k, _ in args[0]):
         return None
     fmt = "".join(_c_unescape(t) for _, t in args[0])
@@ -325,17 +322,10 @@ def _c_printf(args) -> str | None:
     for a in args[1:]:
         n = [w for k, t in a if k == "other" for w in re.findall(r"[A-Za-z_]\w*", t)]
         names.append(n[-1] if n and n[-1] not in ("int", "long", "char", "void", "size_t", "c_str") else None)
-    it = iter(names)
-
-    def sub(m):
-        if m.group(2) == "%":
-            return "%"
-        name = next(it, None)
-        return "{" + (name or _printf_kind(m.group(2))) + "}"
-    return _PERCENT.sub(sub, fmt.replace("{", "(").replace("}", ")"))
+    return _percent_to_fields(fmt, names)
 
 
-def _c_stream(src: str, pos: int) -> tuple[str, int]:
+def _c_stream(src: str, pos: int) -> str:
     """After `LOG(ERROR)`: the `<< a << "b"` chain up to the ';' as a template."""
     pieces, cur, depth = [], [], 0
     for m in _C_TOKEN.finditer(src, pos):
@@ -351,10 +341,10 @@ def _c_stream(src: str, pos: int) -> tuple[str, int]:
                 pieces.append(_c_piece(cur))
             cur = []
             if kind == "semi":
-                return "".join(pieces), m.end()
+                return "".join(pieces)
             continue
         cur.append((kind, text))
-    return "".join(pieces), len(src)
+    return "".join(pieces)
 
 
 # how c10's error types print in a Python traceback (torch/csrc/Exceptions.h)
@@ -376,10 +366,16 @@ def line_of(src: str, pos: int) -> int:
     return src.count("\n", 0, pos) + 1
 
 
+# Leading arguments that are not the message: a condition (check), the two operands of
+# GLOO_ENFORCE_EQ (check2), the error type (typed: C10_THROW_ERROR), or both (typed-check:
+# TORCH_CHECK_WITH). "concat" joins every argument (c10::str style).
+_NOT_MESSAGE = {"concat": 0, "check": 1, "check2": 2, "typed": 1, "typed-check": 2}
+
+
 def mine_c(src: str, rel: str, macros: dict[str, tuple]) -> list[dict]:
     """Calls of the named macros. macros: name -> (style, level, how) where how is
-    'printf' (a format and its values), 'concat' (values joined, c10's str(...)),
-    'check' (a condition first, then the message pieces) or 'stream' (LOG(...) << ...)."""
+    'printf' (a format and its values), 'fmt' (fmt::format's "{}" fields), 'stream'
+    (LOG(...) << ...), or one of _NOT_MESSAGE (the message pieces after some arguments)."""
     found = []
     src = _blank_comments(src)
     calls = "|".join(sorted((re.escape(n) for n in macros if not n.endswith(")")), key=len, reverse=True))
@@ -388,28 +384,17 @@ def mine_c(src: str, rel: str, macros: dict[str, tuple]) -> list[dict]:
         style, level, how = macros[m[1] or m[2]]
         raises = None
         if how == "stream":      # LOG(ERROR) has no call of its own: the message follows
-            msg, _ = _c_stream(src, m.end())
-            args, end = [], m.end()
+            msg = _c_stream(src, m.end())
         else:
-            args, end = _c_call_args(src, m.end() - 1)
-        if how == "printf":
-            msg = _c_printf(args)
-        elif how == "stream":
-            pass
-        elif how == "check":
-            msg = "".join(_c_piece(a) for a in args[1:]) if len(args) > 1 else None
-        elif how == "check2":    # GLOO_ENFORCE_EQ(a, b, message...)
-            msg = "".join(_c_piece(a) for a in args[2:]) if len(args) > 2 else None
-        elif how == "typed":     # C10_THROW_ERROR(Type, message)
-            msg = "".join(_c_piece(a) for a in args[1:]) if len(args) > 1 else None
-            raises = _c_piece(args[0]).strip("{}") if args else None
-        elif how == "typed-check":   # TORCH_CHECK_WITH(Type, cond, message...)
-            msg = "".join(_c_piece(a) for a in args[2:]) if len(args) > 2 else None
-            raises = _c_piece(args[0]).strip("{}") if args else None
-        elif how == "fmt":
-            msg = _c_fmt(args)
-        else:
-            msg = "".join(_c_piece(a) for a in args)
+            args, _ = _c_call_args(src, m.end() - 1)
+            if how == "printf":
+                msg = _c_printf(args)
+            elif how == "fmt":
+                msg = _c_fmt(args)
+            else:
+                msg = "".join(_c_piece(a) for a in args[_NOT_MESSAGE[how]:])
+            if how.startswith("typed") and args:
+                raises = _c_piece(args[0]).strip("{}")
         if msg and re.search(r"[A-Za-z]{3}", re.sub(r"\{[^{}]*\}", "", msg)):
             item = dict(message=msg.strip(), level=level, style=style, where=f"{rel}:{line_of(src, m.start())}")
             if raises:

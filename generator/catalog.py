@@ -146,35 +146,35 @@ def fill(name: str, rng: random.Random | None = None) -> str:
     return rng.choice(_RANDOM[kind]) if rng else _TYPICAL[kind]
 
 
+# How each kind of call site prints its message: the traceback's last line, warnings'
+# file:line prefix, PyTorch's glog-style loggers, NCCL's WARN line (src/debug.cc), an NCCL
+# result inside PyTorch's "NCCL error in:", a CUDA runtime string inside "CUDA error:",
+# Gloo's enforce and throw prefixes, Slurm's "tool: error:" (src/common/log.c).
+STYLES = {
+    "python-raise": "{raises}: {message}",
+    "cpp-check": "{raises}: {message}",
+    "python-warn": "/usr/lib/python3/site-packages/{file}:{line}: {warning}: {message}",
+    "python-log": "W1205 01:02:03.456000 4242 site-packages/{file}:{line}] {message}",
+    "cpp-warn": "[W1205 01:02:03.456789 4242 {file}:{line}] Warning: {message} (function operator())",
+    "cpp-log": "[W1205 01:02:03.456789 4242 {file}:{line}] {message}",
+    "nccl-warn": "gpu-node-17:4242:4300 [0] {file}:{line} NCCL WARN {message}",
+    "nccl-result": "torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/"
+                   "ProcessGroupNCCL.cpp:2027, {message}, NCCL version 2.21.5",
+    "slurm-error": "{tool}: error: {message}",
+    "cuda-runtime": "torch.AcceleratorError: CUDA error: {message}",
+    "gloo-enforce": "RuntimeError: [enforce fail at /pytorch/third_party/gloo/{file}:{line}] {message}",
+    "gloo-throw": "RuntimeError: [/pytorch/third_party/gloo/{file}:{line}] {message}",
+    "gloo-log": "RuntimeError: [/pytorch/third_party/gloo/{file}:{line}] {message}",
+}
+
+
 def printed_line(style: str, message: str, where: str, raises: str | None = None) -> str:
-    """How each kind of call site prints its message (the formats of the upstream
-    loggers and exception handlers, cited in catalog/README.md)."""
+    """The line as the software prints it (STYLES); an unknown style is the bare message."""
     file, _, line = where.rpartition(":")
-    if style in ("python-raise", "cpp-check"):
-        return f"{raises or 'RuntimeError'}: {message}"
-    if style == "python-warn":
-        return f"/usr/lib/python3/site-packages/{file}:{line}: {raises or 'UserWarning'}: {message}"
-    if style == "python-log":
-        return f"W1205 01:02:03.456000 4242 site-packages/{file}:{line}] {message}"
-    if style == "cpp-warn":
-        return f"[W1205 01:02:03.456789 4242 {file}:{line}] Warning: {message} (function operator())"
-    if style == "cpp-log":
-        return f"[W1205 01:02:03.456789 4242 {file}:{line}] {message}"
-    if style == "nccl-warn":
-        return f"gpu-node-17:4242:4300 [0] {file}:{line} NCCL WARN {message}"
-    if style == "nccl-result":
-        return ("torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/"
-                f"ProcessGroupNCCL.cpp:2027, {message}, NCCL version 2.21.5")
-    if style == "slurm-error":
-        tool = "slurmstepd" if "slurmstepd" in file else file.split("/")[1] if file.count("/") > 1 else "srun"
-        return f"{tool}: error: {message}"
-    if style == "cuda-runtime":
-        return f"torch.AcceleratorError: CUDA error: {message}"
-    if style == "gloo-enforce":
-        return f"RuntimeError: [enforce fail at /pytorch/third_party/gloo/{file}:{line}] {message}"
-    if style in ("gloo-throw", "gloo-log"):
-        return f"RuntimeError: [/pytorch/third_party/gloo/{file}:{line}] {message}"
-    return message
+    tool = "slurmstepd" if "slurmstepd" in file else file.split("/")[1] if file.count("/") > 1 else "srun"
+    return STYLES.get(style, "{message}").format(
+        message=message, file=file, line=line, raises=raises or "RuntimeError",
+        warning=raises or "UserWarning", tool=tool)
 
 
 # ------------------------------------------------------------ files
@@ -217,37 +217,41 @@ class ProjectCatalog:
 class CatalogError(ValueError):
     """A catalogue file that cannot be read: names the file and line."""
 
+    def __init__(self, file: str, line: int, message: str):
+        super().__init__(f"{file}:{line}: {message}")
+        self.file, self.line, self.message = file, line, message
+
 
 _FIELDS = {"message", "level", "style", "where", "releases", "raises", "sites", "note", "key_words", *MAPPINGS}
 
 
-def load_project(path: Path, project: str | None = None) -> ProjectCatalog:
+def load_project(path: Path, project: str | None = None, root: Path = ROOT) -> ProjectCatalog:
+    """One catalogue file; errors name it relative to root (the checkout)."""
     if not path.exists():
         return ProjectCatalog(project=project or path.stem, path=path)
-    rel = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+    rel = path.relative_to(root) if path.is_relative_to(root) else path
     try:
         data = YAML(typ="rt").load(path.read_text(encoding="utf-8")) or {}
     except Exception as err:  # noqa: BLE001 - ruamel's errors carry the position in their text
         mark = getattr(err, "problem_mark", None)
-        raise CatalogError(f"{rel}:{mark.line + 1 if mark else 1}: not valid YAML: "
-                           f"{getattr(err, 'problem', None) or err}") from None
+        raise CatalogError(str(rel), mark.line + 1 if mark else 1,
+                           f"not valid YAML: {getattr(err, 'problem', None) or err}") from None
     cat = ProjectCatalog(project=str(data.get("project", project or path.stem)),
                          header={k: v for k, v in data.items() if k not in ("templates", "project")}, path=path)
     for i, item in enumerate(data.get("templates") or []):
         line = data["templates"].lc.item(i)[0] + 1
-        where = f"{rel}:{line}"
         if not isinstance(item, dict) or not isinstance(item.get("message"), str):
-            raise CatalogError(f"{where}: a template is a mapping with a message")
+            raise CatalogError(str(rel), line, "a template is a mapping with a message")
         unknown = sorted(set(item) - _FIELDS)
         if unknown:
-            raise CatalogError(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(sorted(_FIELDS))})")
+            raise CatalogError(str(rel), line, f"unknown key {unknown[0]!r} (known: {', '.join(sorted(_FIELDS))})")
         mapped = [k for k in MAPPINGS if item.get(k)]
         if len(mapped) != 1:
-            raise CatalogError(f"{where}: template {item['message'][:60]!r} needs exactly one of "
+            raise CatalogError(str(rel), line, f"template {item['message'][:60]!r} needs exactly one of "
                                f"{', '.join(MAPPINGS)}; it has {', '.join(mapped) or 'none'}")
         missing = [k for k in ("level", "style", "where", "releases") if not item.get(k)]
         if missing:
-            raise CatalogError(f"{where}: template {item['message'][:60]!r} has no {missing[0]}")
+            raise CatalogError(str(rel), line, f"template {item['message'][:60]!r} has no {missing[0]}")
         coll = item.get("collateral")
         t = Template(project=cat.project, message=str(item["message"]), level=str(item["level"]),
                      style=str(item["style"]), where=str(item["where"]), releases=str(item["releases"]),
@@ -270,12 +274,12 @@ def save_project(cat: ProjectCatalog, path: Path) -> None:
     yaml.width = 4096
     yaml.indent(mapping=2, sequence=4, offset=2)
     with path.open("w", encoding="utf-8") as fh:
-        fh.write(f"# Generated by catalog/mine.py, then mapped by hand: see catalog/README.md.\n")
+        fh.write("# Generated by catalog/mine.py, then mapped by hand: see catalog/README.md.\n")
         yaml.dump(data, fh)
 
 
 def load_all(root: Path = ROOT) -> list[ProjectCatalog]:
-    return [load_project(p) for p in sorted((root / "catalog").glob("*.yaml"))]
+    return [load_project(p, root=root) for p in sorted((root / "catalog").glob("*.yaml"))]
 
 
 def all_templates(root: Path = ROOT) -> list[Template]:
@@ -350,7 +354,3 @@ def signature_table(entries) -> list[tuple[str, str, "re.Pattern"]]:
                     continue
     return out
 
-
-def matching_entries(line: str, table) -> set[str]:
-    """The entries one of whose signatures matches the printed line."""
-    return {eid for eid, _, rx in table if rx.search(line)}

@@ -36,14 +36,14 @@ def _prose(d: dict) -> str:
     return " ".join(clean(p) for p in parts)
 
 
-def catalog_words(root) -> dict[str, dict[str, list[str]]]:
+def catalog_words(catalogs) -> dict[str, dict[str, list[str]]]:
     """Per entry, the literal text of the catalogue messages mapped to it ("own") and of
     those that follow from it ("after"): pasting a cataloged message finds its entry
     even where no signature matches the whole line."""
     from . import catalog
     out: dict[str, dict[str, list[str]]] = {}
-    for path in sorted((root / "catalog").glob("*.yaml")):
-        for t in catalog.load_project(path).templates.values():
+    for cat in catalogs:
+        for t in cat.templates.values():
             text = " ".join(catalog.FIELD.sub(" ", t.message).split())
             if t.entry:
                 out.setdefault(t.entry, {}).setdefault("own", []).append(text)
@@ -88,6 +88,6 @@ def search_data(views, url, messages: dict | None = None) -> dict:
 def search_step(b) -> None:
     """Site build step: ship assets/faildex/search.json."""
     from .site import page_url
-    data = search_data(b.entries, lambda uri: page_url(uri, b.use_directory_urls), catalog_words(b.root))
+    data = search_data(b.entries, lambda uri: page_url(uri, b.use_directory_urls), catalog_words(b.catalogs))
     b.add_text("assets/faildex/search.json",
                json.dumps(data, ensure_ascii=False, separators=(",", ":")))

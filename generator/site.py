@@ -29,6 +29,7 @@ import re
 import sys
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Callable, Iterable
 from urllib.parse import urlsplit
@@ -423,6 +424,12 @@ class SiteBuild:
                                 is_http_url=is_http_url, repo_url=REPO_URL, branch=BRANCH,
                                 api_format=API_FORMAT)
 
+    @cached_property
+    def catalogs(self) -> list:
+        """The message catalogue of this checkout (catalog/*.yaml), read once per build."""
+        from . import catalog
+        return catalog.load_all(self.root)
+
     # -- adding output
     def add_text(self, uri: str, text: str, *, in_nav: bool = False, edit_url: str | None = None):
         self.files[uri] = OutFile(uri, content=text, in_nav=in_nav, edit_url=edit_url)
@@ -494,8 +501,7 @@ def index_pages(b: SiteBuild) -> None:
 def message_pages(b: SiteBuild) -> None:
     """"Messages faildex knows": every mapped template of the catalogue (catalog/), one row
     each, and the contributors' list of the ones nobody has mapped yet."""
-    from . import catalog
-    cats = [catalog.load_project(p) for p in sorted((b.root / "catalog").glob("*.yaml"))]
+    cats = b.catalogs
     if not cats:
         return
     rows, todo, counts = [], [], []
@@ -530,7 +536,7 @@ def contributing_page(b: SiteBuild) -> None:
              edit_url=f"{REPO_URL}/edit/{BRANCH}/CONTRIBUTING.md",
              guide=Markup(github_links(text)), tables=schema_tables(), codes=validator_codes(),
              categories=S.CATEGORIES, severities=S.SEVERITIES, strengths=S.STRENGTHS,
-             software=S.SOFTWARE, has_catalog=any((b.root / "catalog").glob("*.yaml")))
+             software=S.SOFTWARE, has_catalog=bool(b.catalogs))
 
 
 def api_files(b: SiteBuild) -> None:

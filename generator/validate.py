@@ -29,7 +29,7 @@ Codes
                                       FDX036 context signature on most healthy lines
                                       FDX037 discriminator fact nothing extracts
                                       FDX038 reference listed twice
-                                      FDX039 signature matches no catalogue template and cites no report
+                                      FDX039 reserved: signature matches no catalogue template, cites no report
                                       FDX040 catalogue template not matched by its entry's signatures
                                       FDX041 catalogue file invalid or names an unknown entry
 """
@@ -60,7 +60,6 @@ class Context:
         self.entries = entries
         self.ids = {e.id for e in entries}
         self.healthy = healthy   # entries/healthy/: real output of runs that did not fail
-        self._catalog = None
         # every fact the engine can know: named groups of all signatures, context facts
         self.facts = set(CONTEXT_FACTS)
         for e in entries:
@@ -71,19 +70,16 @@ class Context:
                     pass
 
 
-    @property
+    @cached_property
     def catalog(self) -> tuple[list, list[Problem]]:
         """The message catalogue (catalog/*.yaml) and the problems of reading it."""
-        if self._catalog is None:
-            templates, problems = [], []
-            for path in sorted((self.root / "catalog").glob("*.yaml")):
-                try:
-                    templates += catalogue.load_project(path).templates.values()
-                except catalogue.CatalogError as err:
-                    file, line, msg = str(err).split(":", 2)
-                    problems.append(Problem(file, int(line), 1, "FDX041", msg.strip()))
-            self._catalog = (templates, problems)
-        return self._catalog
+        templates, problems = [], []
+        for path in sorted((self.root / "catalog").glob("*.yaml")):
+            try:
+                templates += catalogue.load_project(path, root=self.root).templates.values()
+            except catalogue.CatalogError as err:
+                problems.append(Problem(err.file, err.line, 1, "FDX041", err.message))
+        return templates, problems
 
     @cached_property
     def rendered(self) -> "catalogue.Rendered":
@@ -328,29 +324,6 @@ def check_context_signature_not_on_most_lines(entry: Entry, ctx: Context) -> Ite
                 break
 
 
-# A real report: any web page but a link into a repository's source tree.
-_REPORT_URL = re.compile(r"https?://(?!github\.com/[^/\s]+/[^/\s]+/(?:blob|tree|raw)/)")
-
-
-def check_signature_origin(entry: Entry, ctx: Context) -> Iterator[Problem]:
-    """A defining or supporting signature is the exact text the software prints: it
-    matches a template of the message catalogue, or its source cites a real report."""
-    if not (ctx.root / "catalog").is_dir():
-        return      # a tree without a catalogue (test fixtures) has nothing to check against
-    for i, s in _signatures(entry):
-        if s.get("strength") not in ("defining", "supporting") or _REPORT_URL.search(str(s.get("source", ""))):
-            continue
-        try:
-            rx = re.compile(s["regex"])
-        except (re.error, TypeError):
-            continue
-        if not ctx.rendered.matches(rx, catalogue.longest_literal(s["regex"])):
-            yield entry.problem(("signatures", i, "regex"), "FDX039",
-                                f"signature {s.get('id')!r} matches no template of catalog/ and its source cites "
-                                f"no real report: mine the upstream message (catalog/mine.py) or cite a report "
-                                f"that shows it")
-
-
 # ---------------------------------------------------------------- examples
 
 def example_text(entry: Entry, ex: dict) -> str | None:
@@ -571,10 +544,10 @@ def check_catalog(entries: list[Entry], ctx: Context) -> Iterator[Problem]:
     templates, problems = ctx.catalog
     yield from problems
     by_id = {e.id: e for e in entries}
+    mapped_to = {t.entry for t in templates if t.entry in by_id}
     matched: dict[str, set[int]] = {}        # entry -> templates its signatures match
-    for e in entries:
-        for eid, _, rx in catalogue.signature_table([e]):
-            matched.setdefault(eid, set()).update(ctx.rendered.matches(rx, catalogue.longest_literal(rx.pattern)))
+    for eid, _, rx in catalogue.signature_table([by_id[i] for i in sorted(mapped_to)]):
+        matched.setdefault(eid, set()).update(ctx.rendered.matches(rx, catalogue.longest_literal(rx.pattern)))
     for i, t in enumerate(templates):
         file = f"catalog/{t.project}.yaml"
         for eid in t.ids:

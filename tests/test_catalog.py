@@ -19,9 +19,6 @@ import pytest
 from faildex import Diagnosis
 from generator import catalog
 
-MIN_MAPPED = 0          # moves up as templates are mapped (see the note of issue 27)
-
-
 def diagnosed(index, line: str):
     d = Diagnosis(index)
     d.feed("line.log", (line + "\n").encode("utf-8"))
@@ -47,7 +44,9 @@ def accepted(t: catalog.Template, index) -> set:
 
 def test_every_mapped_template_survives_random_values_and_cuts(index):
     templates = [t for t in catalog.all_templates() if t.mapping != "uncovered"]
-    assert len(templates) >= MIN_MAPPED
+    if not templates:
+        # said out loud rather than passing on nothing: no template is mapped yet
+        pytest.skip("no catalogue template is mapped yet (catalog/proposed/ holds unapplied decisions)")
     failures = []
     for t in templates:
         ok = accepted(t, index)

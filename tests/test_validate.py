@@ -258,3 +258,37 @@ def test_a_system_name_split_by_a_comma(checkout):
     line = line_of(checkout, "systems: [torchrun, IOMMU")
     assert any(g.startswith(f"{REL}:{line}:") and " FDX035 system name 'IOMMU (VT-d' has unbalanced" in g
                for g in got), got
+
+
+def _catalog(checkout, body: str) -> None:
+    """A one-template catalogue. Its messages are made up: these tests are about the
+    checks' mechanics (mapping, matching, positions), not about what software prints."""
+    (checkout / "catalog").mkdir(exist_ok=True)
+    (checkout / "catalog" / "x.yaml").write_text(
+        "project: x\nreleases: [{release: '1', mined_from: test}]\ntemplates:\n" + body, encoding="utf-8")
+
+
+def test_catalog_template_mapped_to_an_entry_its_signatures_miss(checkout):
+    _catalog(checkout, "  - message: 'Disk quota exceeded on {path}'\n    level: error\n    style: python-raise\n"
+                       "    where: a.py:3\n    releases: '1'\n    entry: torchrun-rendezvous-timeout\n")
+    _, problems = validate(checkout)
+    assert [(p.file, p.line, p.code) for p in problems] == [("catalog/x.yaml", 4, "FDX040")]
+
+
+def test_catalog_template_mapped_to_an_entry_its_signatures_match(checkout):
+    _catalog(checkout, "  - message: 'The node {node} has failed to join the rendezvous'\n    level: error\n"
+                       "    style: python-raise\n    raises: RendezvousTimeoutError\n    where: a.py:3\n"
+                       "    releases: '1'\n    entry: torchrun-rendezvous-timeout\n")
+    _, problems = validate(checkout)
+    assert [p.code for p in problems] == []
+
+
+def test_catalog_naming_an_unknown_entry_or_broken(checkout):
+    _catalog(checkout, "  - message: 'x {y} z'\n    level: error\n    style: python-raise\n    where: a.py:3\n"
+                       "    releases: '1'\n    collateral: [torchrun-rendezvous-timeot]\n")
+    _, problems = validate(checkout)
+    assert [(p.line, p.code) for p in problems] == [(4, "FDX041")]
+    assert "did you mean 'torchrun-rendezvous-timeout'" in problems[0].message
+    _catalog(checkout, "  - message: 'x'\n    level: error\n")
+    _, problems = validate(checkout)
+    assert [(p.file, p.line, p.code) for p in problems] == [("catalog/x.yaml", 4, "FDX041")]
