@@ -310,7 +310,26 @@ def _c_piece(tokens: list[tuple[str, str]]) -> str:
                 return out
     names = [w for k, t in tokens if k == "other" for w in re.findall(r"[A-Za-z_]\w*", t)
              if w not in ("c_str", "str", "what", "std", "to_string", "size_t", "int")]
+    if len(names) == 1 and names[0] in _C_STRINGS:
+        return _C_STRINGS[names[0]]     # a message kept in a string variable of the file
     return "{" + (names[-1] if names else "value") + "}"
+
+
+# name -> the literal a file first assigns to a string variable (std::string kMsg = "..." "...";)
+_C_STRINGS: dict[str, str] = {}
+_C_STRING_DEF = re.compile(r'(?:std::string|const char\s*\*|auto)\s+(?:const\s+)?(\w+)\s*=\s*((?:"(?:[^"\\\n]|\\.)*"\s*)+);')
+
+
+def _c_strings(src: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for m in _C_STRING_DEF.finditer(src):
+        out.setdefault(m.group(1), "".join(_c_unescape(x) for x in re.findall(r'"(?:[^"\\\n]|\\.)*"', m.group(2)))
+                       .replace("{", "(").replace("}", ")"))
+    return out
+
+
+_TEXT_OF_ERROR = {"strerror", "gai_strerror", "dlerror", "ncclGetErrorString", "cudaGetErrorString",
+                  "ibv_wc_status_str"}
 
 
 def _c_printf(args) -> str | None:
@@ -321,7 +340,10 @@ def _c_printf(args) -> str | None:
     names = []
     for a in args[1:]:
         n = [w for k, t in a if k == "other" for w in re.findall(r"[A-Za-z_]\w*", t)]
-        names.append(n[-1] if n and n[-1] not in ("int", "long", "char", "void", "size_t", "c_str") else None)
+        # strerror(ret) is the error's text, not the number: name it for what it prints
+        text = [w for w in n if w in _TEXT_OF_ERROR]
+        names.append("strerror" if text else
+                     n[-1] if n and n[-1] not in ("int", "long", "char", "void", "size_t", "c_str") else None)
     return _percent_to_fields(fmt, names)
 
 
@@ -378,6 +400,8 @@ def mine_c(src: str, rel: str, macros: dict[str, tuple]) -> list[dict]:
     (LOG(...) << ...), or one of _NOT_MESSAGE (the message pieces after some arguments)."""
     found = []
     src = _blank_comments(src)
+    _C_STRINGS.clear()
+    _C_STRINGS.update(_c_strings(src))
     calls = "|".join(sorted((re.escape(n) for n in macros if not n.endswith(")")), key=len, reverse=True))
     streams = "|".join(re.escape(n) for n in macros if n.endswith(")")) or "(?!)"
     for m in re.finditer(rf"\b(?:({streams})|({calls})\s*\()", src):
@@ -411,6 +435,7 @@ PYTORCH_MACROS = {
     "TORCH_CHECK_NOT_IMPLEMENTED": ("cpp-check", "error", "check"),
     "C10_THROW_ERROR": ("cpp-check", "error", "typed"),
     "C10D_THROW_ERROR": ("cpp-check", "error", "typed"),
+    "REDUCER_CHECK": ("cpp-check", "error", "check2"),   # TORCH_CHECK after logging (reducer.hpp)
     "TORCH_WARN": ("cpp-warn", "warning", "concat"),
     "TORCH_WARN_ONCE": ("cpp-warn", "warning", "concat"),
     "C10D_ERROR": ("cpp-log", "error", "fmt"),

@@ -118,7 +118,7 @@ _KINDS = [
     ("host", re.compile(r"host|hostname|master_addr|endpoint|ifname|iface|interface|peer", re.I)),
     ("path", re.compile(r"path|file|dir|fname|folder|checkpoint_id|ckpt", re.I)),
     ("float", re.compile(r"^(float|ratio|fraction|pct|percent)$", re.I)),
-    ("int", re.compile(r"^(int|char)$|rank|size|count|num|timeout|port|_ms$|^ms$|sec|second|_id$|^id$|idx|index|"
+    ("int", re.compile(r"^(int|char|ret|rc|res|err|status)$|rank|size|count|num|timeout|port|_ms$|^ms$|sec|second|_id$|^id$|idx|index|"
                        r"len|dev|device|world|step|seq|attempt|retr|pid|errno|code|bytes|nbytes|elem|offset|"
                        r"limit|max|min|total|version|nnodes|nproc|group|op$|tag", re.I)),
 ]

@@ -10,7 +10,7 @@ Codes
   FDX002 unknown key                  FDX017 signature has no literal anchor
   FDX003 missing required field       FDX018 regex may backtrack catastrophically
   FDX004 wrong type                   FDX019 example matched by no signature of its entry
-  FDX005 value not allowed            FDX020 defining signature matches no example
+  FDX005 value not allowed            FDX020 signature matches no example or mapped template
   FDX006 value has the wrong form     FDX021 duplicate YAML key
   FDX007 text too long                FDX022 YAML alias
   FDX008 needs exactly one of         FDX023 file too large
@@ -363,12 +363,16 @@ def check_examples_match(entry: Entry, ctx: Context) -> Iterator[Problem]:
             yield entry.problem(("examples", i), "FDX019",
                                 "no defining or supporting signature of this entry matches any line "
                                 "of this example: the example or the signatures are wrong")
+    # a catalogue template mapped to this entry is an example as the software prints it
+    mapped = [t for t in ctx.catalog[0] if t.entry == entry.id]
+    rendered = catalogue.Rendered(mapped) if mapped else None
     for i, s, rx in sigs:
         if s.get("strength") in ("defining", "supporting") and \
-                not any(rx.search(ln) for lines in texts for ln in lines):
+                not any(rx.search(ln) for lines in texts for ln in lines) and \
+                not (rendered and rendered.matches(rx)):
             yield entry.problem(("signatures", i, "regex"), "FDX020",
-                                f"{s.get('strength')} signature {s.get('id')!r} matches no example: add "
-                                f"the real log that shows it")
+                                f"{s.get('strength')} signature {s.get('id')!r} matches no example and no "
+                                f"catalogue template mapped here: add the real log that shows it")
 
 
 # ---------------------------------------------------------------- discriminators, versions

@@ -36,6 +36,9 @@ from functools import cmp_to_key
 
 from .lines import fold, parse_prefix, strip_ansi
 
+# no job has a million ranks: a bigger number read as a rank is some other value
+MAX_RANK = 1 << 20
+
 MAX_EVENTS = 20000          # events kept per input
 WENT_ON_LINES = 5           # an input this much longer after its errors, and no failure: they were outlived
 TRACEBACK_LINES = 400       # lines read after a traceback header for its exception line
@@ -763,6 +766,7 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
         terminated = {r for r, e in exits.items() if e.get("exitcode") == -15}
         listed = set(exits)
         # ranks count from 0: a gap below the highest rank seen is a rank that printed nothing
+        known = {r for r in known if r < MAX_RANK}
         if known:
             known |= set(range(max(known) + 1))
         silent = sorted(known - reporters)
