@@ -3,6 +3,8 @@
 # Set the locations of the sources; a missing one skips that project.
 #   NCCL_GIT GLOO_GIT SLURM_GIT   git directories of NVIDIA/nccl, pytorch/gloo, SchedMD/slurm
 #   TORCH_SITE                    site-packages holding torch==2.13.0
+#   TORCH_OLD                     the Python files (torch/**/*.py) of the torch 2.4.1 wheel, unzipped:
+#                                 the older wordings stay templates (historical forms)
 #   TORCH_CPP                     copied PyTorch C++ files with COMMITS.tsv
 #   LIBCUDART                     libcudart.so.12 of nvidia-cuda-runtime-cu12==12.9.79
 #   WHEELS                        folder with the wheels and sdists named below
@@ -12,6 +14,7 @@ PY=${PYTHON:-.venv/bin/python}
 M="$PY catalog/mine.py"
 [ -n "$NCCL_GIT" ] && $M nccl --git "$NCCL_GIT" --tags v2.18.6-1 v2.21.5-1 v2.23.4-1 v2.26.2-1 v2.27.7-1 v2.28.9-1 v2.29.7-1
 [ -n "$GLOO_GIT" ] && $M gloo --git "$GLOO_GIT"
+[ -n "$TORCH_OLD" ] && $M pytorch --tree "$TORCH_OLD" --release 2.4.1
 [ -n "$TORCH_SITE" ] && $M pytorch --tree "$TORCH_SITE" --release 2.13.0 ${TORCH_CPP:+--cpp-tree "$TORCH_CPP"}
 [ -n "$LIBCUDART" ] && $M cuda-runtime --libcudart "$LIBCUDART" --release 12.9.79
 if [ -n "$WHEELS" ]; then

@@ -195,7 +195,7 @@ class ProjectCatalog:
         """Merge one release's templates: known ones widen their range, new ones start uncovered."""
         releases = [r for r in self.header.setdefault("releases", []) if r["release"] != release]
         releases.append(dict(release=release, **provenance))
-        self.header["releases"] = releases
+        self.header["releases"] = sorted(releases, key=lambda r: release_key(str(r["release"])))
         seen: dict[str, Template] = {}
         for t in found:
             key = template_key(t.message)
@@ -208,10 +208,19 @@ class ProjectCatalog:
             if old is None:
                 self.templates[key] = t
                 continue
-            first = old.releases.split(" .. ")[0]
-            old.releases = t.releases if first == t.releases else f"{first} .. {t.releases}"
-            old.message, old.where, old.level, old.style, old.sites = t.message, t.where, t.level, t.style, t.sites
-            old.raises = t.raises
+            known = old.releases.split(" .. ") + [t.releases]
+            first, last = min(known, key=release_key), max(known, key=release_key)
+            newest = release_key(t.releases) >= release_key(old.releases.split(" .. ")[-1])
+            old.releases = first if first == last else f"{first} .. {last}"
+            if newest:      # where and how it is printed: as the newest release prints it
+                old.message, old.where, old.level, old.style, old.sites = t.message, t.where, t.level, t.style, t.sites
+                old.raises = t.raises
+
+
+def release_key(release: str) -> tuple:
+    """Releases in order, whatever order they were mined in: "2.4.1" < "2.13.0",
+    "slurm-23-11-11-1" < "slurm-25-11-7-1" (a "source@commit" release has no order)."""
+    return tuple(int(n) for n in re.findall(r"\d+", release)) if "@" not in release else ()
 
 
 class CatalogError(ValueError):

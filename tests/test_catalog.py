@@ -211,3 +211,19 @@ def test_a_drafted_signature_matches_its_templates_as_printed():
         rx = re.compile(sign.branch(message))
         assert rx.search(t.printed()), (message, rx.pattern)
         assert len(rx.pattern) < 120, rx.pattern
+
+
+def test_release_ranges_do_not_depend_on_the_order_releases_are_mined_in():
+    def mined(release, messages):
+        return [catalog.Template.mined("x", release, message=m, level="error", style="python-raise",
+                                       where=f"a.py:{i}") for i, m in enumerate(messages)]
+    a, b = catalog.ProjectCatalog(project="x"), catalog.ProjectCatalog(project="x")
+    def old(): return mined("2.4.1", ["kept {x}", "old wording {x}"])
+    def new(): return mined("2.13.0", ["kept {y}", "new wording {y}"])
+    a.add_release("2.4.1", {}, old()), a.add_release("2.13.0", {}, new())
+    b.add_release("2.13.0", {}, new()), b.add_release("2.4.1", {}, old())
+    for cat in (a, b):
+        got = {k: (t.releases, t.where) for k, t in cat.templates.items()}
+        assert got == {"kept {}": ("2.4.1 .. 2.13.0", "a.py:0"), "old wording {}": ("2.4.1", "a.py:1"),
+                       "new wording {}": ("2.13.0", "a.py:1")}, got
+        assert [r["release"] for r in cat.header["releases"]] == ["2.4.1", "2.13.0"]

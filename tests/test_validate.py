@@ -57,6 +57,14 @@ def checkout(tmp_path):
                 ex.pop("expect")   # an entry outside this small checkout
         with open(p, "w") as fh:
             YAML(typ="rt").dump(d, fh)
+    # the catalogue, with the templates tied to entries of this small checkout only (a
+    # signature's only example may be a mapped template: FDX020)
+    from generator import catalog
+    (tmp_path / "catalog").mkdir()
+    present = {p.stem for p in tmp_path.glob("entries/*/*.yaml")}
+    for cat in catalog.load_all(ROOT):
+        cat.templates = {k: t for k, t in cat.templates.items() if set(t.ids) <= present}
+        catalog.save_project(cat, tmp_path / "catalog" / cat.path.name)
     return tmp_path
 
 
