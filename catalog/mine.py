@@ -310,21 +310,39 @@ def _c_piece(tokens: list[tuple[str, str]]) -> str:
                 return out
     names = [w for k, t in tokens if k == "other" for w in re.findall(r"[A-Za-z_]\w*", t)
              if w not in ("c_str", "str", "what", "std", "to_string", "size_t", "int")]
-    if len(names) == 1 and names[0] in _C_STRINGS:
-        return _C_STRINGS[names[0]]     # a message kept in a string variable of the file
+    if len(names) == 1 and _c_string(names[0]) is not None:
+        return _c_string(names[0])     # a message kept in a string variable of the file
     return "{" + (names[-1] if names else "value") + "}"
 
 
-# name -> the literal a file first assigns to a string variable (std::string kMsg = "..." "...";)
-_C_STRINGS: dict[str, str] = {}
-_C_STRING_DEF = re.compile(r'(?:std::string|const char\s*\*|auto)\s+(?:const\s+)?(\w+)\s*=\s*((?:"(?:[^"\\\n]|\\.)*"\s*)+);')
+# The string variables of the file being mined, each definition with its position:
+# `std::string kMsg = "..." "...";`, `auto msg = fmt::format("...", ...);`,
+# `std::string exceptionMsg = c10::str("...", x, "...");`. A use reads the nearest
+# definition above it (`msg` is defined again in every function).
+FIELD_RE = re.compile(r"\{[^{}]*\}")
+_C_STRINGS: dict[str, list[tuple[int, str]]] = {}
+_C_POS = [0]
+_C_STRING_DEF = re.compile(r'(?:std::string|const char\s*\*|auto)\s+(?:const\s+)?(\w+)\s*=\s*'
+                           r'(?:((?:"(?:[^"\\\n]|\\.)*"\s*)+);|(c10::str|(?:c10::)?fmt::format)\s*\()')
 
 
-def _c_strings(src: str) -> dict[str, str]:
-    out: dict[str, str] = {}
+def _c_string(name: str) -> str | None:
+    found = [text for pos, text in _C_STRINGS.get(name, ()) if pos < _C_POS[0]]
+    return found[-1] if found else None
+
+
+def _c_strings(src: str) -> dict[str, list[tuple[int, str]]]:
+    out: dict[str, list[tuple[int, str]]] = {}
     for m in _C_STRING_DEF.finditer(src):
-        out.setdefault(m.group(1), "".join(_c_unescape(x) for x in re.findall(r'"(?:[^"\\\n]|\\.)*"', m.group(2)))
-                       .replace("{", "(").replace("}", ")"))
+        if m.group(2):
+            text = "".join(_c_unescape(x) for x in re.findall(r'"(?:[^"\\\n]|\\.)*"', m.group(2)))
+            text = text.replace("{", "(").replace("}", ")")
+        else:
+            _C_POS[0] = m.start()
+            args, _ = _c_call_args(src, m.end() - 1)
+            text = _c_fmt(args) if m.group(3).endswith("format") else "".join(_c_piece(a) for a in args)
+        if text and re.search(r"[A-Za-z]{3}", FIELD_RE.sub("", text)):
+            out.setdefault(m.group(1), []).append((m.start(), text))
     return out
 
 
@@ -406,6 +424,7 @@ def mine_c(src: str, rel: str, macros: dict[str, tuple]) -> list[dict]:
     streams = "|".join(re.escape(n) for n in macros if n.endswith(")")) or "(?!)"
     for m in re.finditer(rf"\b(?:({streams})|({calls})\s*\()", src):
         style, level, how = macros[m[1] or m[2]]
+        _C_POS[0] = m.start()
         raises = None
         if how == "stream":      # LOG(ERROR) has no call of its own: the message follows
             msg = _c_stream(src, m.end())

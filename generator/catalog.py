@@ -192,7 +192,8 @@ class ProjectCatalog:
         return [r["release"] for r in self.header.get("releases", [])]
 
     def add_release(self, release: str, provenance: dict, found: list[Template]) -> None:
-        """Merge one release's templates: known ones widen their range, new ones start uncovered."""
+        """Merge one release's templates: known ones widen their range, new ones start uncovered,
+        and one that only this release printed and that is no longer found goes."""
         releases = [r for r in self.header.setdefault("releases", []) if r["release"] != release]
         releases.append(dict(release=release, **provenance))
         self.header["releases"] = sorted(releases, key=lambda r: release_key(str(r["release"])))
@@ -203,6 +204,12 @@ class ProjectCatalog:
                 seen[key].sites += 1
                 continue
             seen[key] = t
+        # a template only this mining run's releases printed, and which it no longer finds,
+        # was the old miner's reading of the same source: it goes (a wording an older
+        # release printed has that release in its range and stays)
+        batch = {release} | {t.releases for t in found}
+        for key in [k for k, t in self.templates.items() if t.releases in batch and k not in seen]:
+            del self.templates[key]
         for key, t in seen.items():
             old = self.templates.get(key)
             if old is None:

@@ -29,7 +29,7 @@ Codes
                                       FDX036 context signature on most healthy lines
                                       FDX037 discriminator fact nothing extracts
                                       FDX038 reference listed twice
-                                      FDX039 reserved: signature matches no catalogue template, cites no report
+                                      FDX039 signature matches no catalogue template, cites no report
                                       FDX040 catalogue template not matched by its entry's signatures
                                       FDX041 catalogue file invalid or names an unknown entry
 """
@@ -540,6 +540,27 @@ def check_lookalikes_link_back(entries: list[Entry]) -> Iterator[Problem]:
                 yield e.problem(("discriminators", i, "elsewhere", "entry"), "FDX033",
                                 f"{other.id} has no discriminator or not_this pointing back to "
                                 f"{e.id}: add one to {other.rel} (look-alikes are linked both ways)")
+
+
+# a real report: a public thread or page (a URL), or a run reproduced on a named release
+_REPORT = re.compile(r"https?://|\breproduced\b", re.I)
+
+
+def check_signature_sourced(entry: Entry, ctx: Context) -> Iterator[Problem]:
+    """A defining or supporting signature matches text the software prints: a catalogue
+    template (mined from its source), or a real report its `source` cites."""
+    for i, s in _signatures(entry):
+        if s.get("strength") not in ("defining", "supporting") or _REPORT.search(str(s.get("source", ""))):
+            continue
+        try:
+            rx = re.compile(s["regex"])
+        except (re.error, TypeError, KeyError):
+            continue   # FDX014 says so
+        if not ctx.rendered.matches(rx, catalogue.longest_literal(rx.pattern)):
+            yield entry.problem(("signatures", i, "regex"), "FDX039",
+                                f"{s.get('strength')} signature {s.get('id')!r} matches no catalogue template and its "
+                                f"source cites no report: add the URL of a public report that shows the line, or "
+                                f"mine the software that prints it into catalog/")
 
 
 def check_catalog(entries: list[Entry], ctx: Context) -> Iterator[Problem]:

@@ -227,3 +227,7 @@ def test_release_ranges_do_not_depend_on_the_order_releases_are_mined_in():
         assert got == {"kept {}": ("2.4.1 .. 2.13.0", "a.py:0"), "old wording {}": ("2.4.1", "a.py:1"),
                        "new wording {}": ("2.13.0", "a.py:1")}, got
         assert [r["release"] for r in cat.header["releases"]] == ["2.4.1", "2.13.0"]
+    # mined again, 2.13.0 no longer prints "new wording": only 2.13.0 had it, so it goes;
+    # "old wording" is 2.4.1's and stays
+    a.add_release("2.13.0", {}, mined("2.13.0", ["kept {y}"]))
+    assert sorted(a.templates) == ["kept {}", "old wording {}"]
