@@ -118,13 +118,16 @@ _KINDS = [
     ("host", re.compile(r"host|hostname|master_addr|endpoint|ifname|iface|interface|peer", re.I)),
     ("path", re.compile(r"path|file|dir|fname|folder|checkpoint_id|ckpt", re.I)),
     ("float", re.compile(r"^(float|ratio|fraction|pct|percent)$", re.I)),
-    ("int", re.compile(r"^(int|char|ret|rc|res|err|status)$|rank|size|count|num|timeout|port|_ms$|^ms$|sec|second|_id$|^id$|idx|index|"
+    # a rank is a number below a job's size (no job has a million ranks)
+    ("rank", re.compile(r"rank|^first$", re.I)),
+    ("int", re.compile(r"^(int|char|ret|rc|res|err|status|[ijknp])$|size|count|num|timeout|port|_ms$|^ms$|sec|second|_id$|^id$|idx|index|"
                        r"len|dev|device|world|step|seq|attempt|retr|pid|errno|code|bytes|nbytes|elem|offset|"
                        r"limit|max|min|total|version|nnodes|nproc|group|op$|tag", re.I)),
 ]
-_TYPICAL = {"int": "3", "hex": "0x7f3a2c000000", "host": "gpu-node-17", "path": "/scratch/u1/run/ckpt.pt",
+_TYPICAL = {"rank": "3", "int": "3", "hex": "0x7f3a2c000000", "host": "gpu-node-17", "path": "/scratch/u1/run/ckpt.pt",
             "float": "0.75", "str": "value"}
 _RANDOM = {
+    "rank": ["0", "1", "7", "511", "131071"],
     "int": ["0", "1", "7", "29500", "600000", "18446744073709551615"],
     "hex": ["0x0", "0x7f3a2c000000", "0xdeadbeef"],
     "host": ["gpu-node-17", "10.0.3.4", "node-a-12.cluster.internal", "[::1]", "ip-10-0-0-5.ec2.internal"],
