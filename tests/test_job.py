@@ -42,6 +42,16 @@ def test_a_ranks_own_error_before_the_others_lost_it(index):
     assert text.splitlines()[0] == r["verdict"]
 
 
+def test_ranks_that_raise_the_same_error_on_their_own_are_no_victims(index):
+    # every rank ran the same reentrant checkpoint and raised the same DDP error; rank 1
+    # printed first, torchrun's block names rank 0: neither is the other's victim
+    r = diagnose([str(ROOT / "entries" / "ddp" / "ddp-variable-marked-ready-twice" / "reentrant-checkpoint.log")], index)
+    assert r["verdict"].startswith("Ranks 0,1 each failed on their own with the same error")
+    assert "victim" not in r["verdict"] and not r["job"].get("launcher_names_victim")
+    assert "which failed on its own too" in first(r)["why"]
+    assert r["primary"]["id"] == "ddp-variable-marked-ready-twice"
+
+
 def test_a_stuck_rank_is_named_where_torchruns_block_names_a_victim(index):
     r = diagnose([str(JOB / "hang-rank2-console.log")], index)
     assert first(r)["rank"] == 2 and first(r)["kind"] == "missing"

@@ -834,7 +834,10 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
     rc = job["launcher_root_cause"]
     if suspects and rc and rc.get("rank") is not None:
         top = suspects[0]
-        if rc["rank"] != top["rank"] and rc.get("attempt", 0) == first:
+        if rc["rank"] != top["rank"] and rc.get("attempt", 0) == first and rc["rank"] in own:
+            # the launcher names a rank that failed on its own too: not a victim
+            top["why"] += f"; torchrun's Root Cause block names rank {rc['rank']}, which failed on its own too"
+        elif rc["rank"] != top["rank"] and rc.get("attempt", 0) == first:
             top["why"] += (f"; torchrun's Root Cause block names rank {rc['rank']}, which "
                            + ("only " + ("timed out waiting" if coll.get(rc["rank"], {}).get("collateral") == "waited"
                                          else "lost its peer") if rc["rank"] in coll else "failed later")
@@ -974,6 +977,15 @@ def _verdict(suspects: list[dict], job: dict, coll: dict, own: dict) -> str | No
         what = (_short(e) if e and e["kind"] != "signal" else
                 f"killed by {e['signal']}" if e else
                 f"exit code {code}, its own lines not in these logs" if code is not None else "an error")
+        # the same error raised by several ranks on their own (one bug in code every rank
+        # runs): none of them is a victim of another, whichever printed first
+        same = sorted(r for r, o in own.items() if e and _DIGITS.sub("N", _short(o)) == _DIGITS.sub("N", _short(e)))
+        if len(same) > 1 and e["kind"] != "signal":
+            s = f"{_ranks_text(same).capitalize()} each failed on their own{attempt} with the same error ({what})"
+            rest = [r for r in others if r not in same]
+            if rest:
+                s += f"; {_ranks_text(rest)} then {_collateral_verb(coll, rest)}"
+            return s + "."
         s = f"Rank {top['rank']}{where} failed first{attempt} ({what})"
         if others:
             s += f"; {_ranks_text(others)} then {_collateral_verb(coll, others)}"
