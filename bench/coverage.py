@@ -23,9 +23,20 @@ sys.path.insert(0, str(ROOT))
 from generator.catalog import Rendered, load_all, longest_literal, signature_table  # noqa: E402
 from generator.loader import load_all as load_entries  # noqa: E402
 
-# Issue 27's targets: share of error-level templates mapped (entry, collateral or benign)
-TARGETS = {"pytorch": 0.95, "nccl": 0.95, "cuda-runtime": 0.95}
+# Issue 27's targets: share of error-level templates mapped (entry, collateral or benign);
+# for PyTorch the 95 % is on its distributed and elastic code, the rest of it at 70 %
+TARGETS = {"pytorch distributed": 0.95, "nccl": 0.95, "cuda-runtime": 0.95}
 OTHER_TARGET = 0.70
+DISTRIBUTED = ("torch/distributed/", "torch/csrc/distributed/", "torch/nn/parallel/")
+
+
+def groups(cat) -> list[tuple[str, list]]:
+    """The rows of one catalogue file: PyTorch is split into its distributed half and the rest."""
+    ts = list(cat.templates.values())
+    if cat.project != "pytorch":
+        return [(cat.project, ts)]
+    dist = [t for t in ts if t.where.startswith(DISTRIBUTED)]
+    return [("pytorch distributed", dist), ("pytorch other", [t for t in ts if t not in dist])]
 
 
 def main(argv=None) -> int:
@@ -46,32 +57,33 @@ def main(argv=None) -> int:
     matched: set[int] = set()
     for _, _, rx in signature_table(entries):
         matched |= rendered.matches(rx, longest_literal(rx.pattern))
-    project_of = [t.project for t in templates]
-    signed = Counter(project_of[i] for i in matched)
-
-    head = f"{'project':16} {'releases':24} {'tmpl':>5} {'error':>5} {'entry':>5} {'coll':>5} {'benign':>6} " \
-           f"{'uncov':>5} {'mapped(err)':>11} {'target':>6} {'signed':>6}"
+    head = f"{'project':19} {'releases':21} {'tmpl':>5} {'error':>5} {'entry':>5} {'coll':>5} {'benign':>6} " \
+           f"{'uncov':>5} {'class':>5} {'mapped(err)':>11} {'target':>6} {'signed':>6}"
     print(head)
     print("-" * len(head))
     total = Counter()
+    signed_ids = {id(templates[i]) for i in matched}
     for cat in cats:
-        ts = list(cat.templates.values())
-        c = Counter(t.mapping for t in ts)
-        err = [t for t in ts if t.level == "error"]
-        mapped_err = sum(t.mapping != "uncovered" for t in err)
-        share = mapped_err / len(err) if err else 1.0
-        target = TARGETS.get(cat.project, OTHER_TARGET)
         rel = cat.release_order
         span = rel[0] if len(rel) == 1 else f"{rel[0]} .. {rel[-1]}" if rel else "-"
-        print(f"{cat.project:16} {span[:24]:24} {len(ts):5} {len(err):5} {c['entry']:5} {c['collateral']:5} "
-              f"{c['benign']:6} {c['uncovered']:5} {share:10.1%} {target:6.0%} {signed[cat.project]:6}"
-              f"{'' if share >= target else '  below target'}")
-        total.update({"tmpl": len(ts), "err": len(err), "mapped_err": mapped_err, **c})
+        for name, ts in groups(cat):
+            c = Counter(t.mapping for t in ts)
+            err = [t for t in ts if t.level == "error"]
+            mapped_err = sum(t.mapping != "uncovered" for t in err)
+            share = mapped_err / len(err) if err else 1.0
+            target = TARGETS.get(name, OTHER_TARGET)
+            signed = sum(id(t) in signed_ids for t in ts)
+            classed = sum(isinstance(t.uncovered, str) for t in ts)
+            print(f"{name:19} {span[:21]:21} {len(ts):5} {len(err):5} {c['entry']:5} {c['collateral']:5} "
+                  f"{c['benign']:6} {c['uncovered']:5} {classed:5} {share:10.1%} {target:6.0%} {signed:6}"
+                  f"{'' if share >= target else '  below target'}")
+            total.update({"tmpl": len(ts), "err": len(err), "mapped_err": mapped_err, "classed": classed, **c})
     print("-" * len(head))
     share = total["mapped_err"] / total["err"] if total["err"] else 0
-    print(f"{'all':16} {'':24} {total['tmpl']:5} {total['err']:5} {total['entry']:5} {total['collateral']:5} "
-          f"{total['benign']:6} {total['uncovered']:5} {share:10.1%} {'':6} {len(matched):6}")
-    print("\nmapped(err): error-level templates mapped to an entry, as collateral or as benign;"
+    print(f"{'all':19} {'':21} {total['tmpl']:5} {total['err']:5} {total['entry']:5} {total['collateral']:5} "
+          f"{total['benign']:6} {total['uncovered']:5} {total['classed']:5} {share:10.1%} {'':6} {len(matched):6}")
+    print("\nclass: uncovered templates a reviewer has read and named the failure class they need"
+          "\n(the rest are unread); mapped(err): error-level templates mapped to an entry, as collateral or as benign;"
           "\nsigned: templates that some defining or supporting signature matches.")
     return 0
 

@@ -28,7 +28,10 @@ THRESHOLDS = {"dev": (0.93, 0.93), "sealed": (0.91, 0.96),
               # a fresh batch collected 2026-12-04 (issue 27), measured once: 93.0 % / 95.3 %, hard 7/7
               "sealed-2": (0.90, 0.93),
               # a fresh batch collected 2026-12-05 (issue 27), measured once, unread: 78.3 % / 87.0 %, hard 4/6
-              "sealed-3": (0.73, 0.82)}
+              "sealed-3": (0.73, 0.82),
+              # a fresh batch collected 2026-12-05 (issue 27), 23 logs, measured once before this
+              # session's catalogue work and once after, unread: 95.7 % / 95.7 % both times
+              "sealed-4": (0.86, 0.86)}
 _THREAD = re.compile(r"https?://github\.com/([\w.-]+/[\w.-]+)/(?:issues|pull|discussions)/(\d+)")
 
 
@@ -66,7 +69,7 @@ def test_sealed_shares_no_thread_with_entries_or_dev():
             cited |= threads(path.read_text(encoding="utf-8", errors="replace"))
     dev = threads((CORPUS / "dev" / "corpus.yaml").read_text(encoding="utf-8"))
     shared = []
-    for it in manifest("sealed") + manifest("sealed-2") + manifest("sealed-3"):
+    for it in [it for part in THRESHOLDS if part.startswith("sealed") for it in manifest(part)]:
         for t in threads(str(it["source"])):
             if t in cited:
                 shared.append(f"{it['file']}: {t} is cited in entries/")
