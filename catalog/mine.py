@@ -10,7 +10,9 @@ source, a shared library), extracts every error- and warning-level message the
 in-scope code can print, and merges them into the project's YAML: a template seen
 before keeps its mapping (entry / collateral / benign / uncovered) and widens its
 release range; a template this release no longer prints keeps its old range (the
-historical form stays matched). New templates start as `uncovered`.
+historical form stays matched). New templates start as `uncovered`. With --fresh the
+project's file starts empty: what the miner read wrongly before goes, and the
+mappings come back from catalog/decisions/ (catalog/apply.py --all), where they live.
 
 Extraction is syntactic (Python: the ast module; C/C++: a small tokenizer over macro
 calls): literal text is kept, every runtime value becomes a `{name}` placeholder.
@@ -28,7 +30,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from generator.catalog import Template, load_project, save_project, template_key  # noqa: E402
+from generator.catalog import ProjectCatalog, Template, load_project, save_project, template_key  # noqa: E402
 
 # ---------------------------------------------------------------- what is in scope
 
@@ -96,7 +98,8 @@ def _expr_name(node: ast.AST) -> str:
     return name if len(text) < 60 else "value"
 
 
-_PERCENT = re.compile(r"%(?:\((\w+)\))?[-#0 +]*\d*(?:\.\d+)?[hlLqjzt]*([diouxXeEfFgGcrsa%])")
+# printf conversions; %p a pointer, %ps Slurm's step id (xstring.h), %m strerror(errno) (no argument)
+_PERCENT = re.compile(r"%(?:\((\w+)\))?[-#0 +]*\d*(?:\.\d+)?[hlLqjzt]*([diouxXeEfFgGcrsam%]|ps?)")
 
 
 def _percent_to_fields(fmt: str, names: list[str]) -> str:
@@ -105,19 +108,24 @@ def _percent_to_fields(fmt: str, names: list[str]) -> str:
     def sub(m):
         if m.group(2) == "%":
             return "%"
+        if m.group(2) == "m":
+            return "{strerror}"
         name = m.group(1) or next(it, None)
+        if m.group(2) == "ps":
+            return "{step_id}"
         return "{" + (name if name and name != "value" else _printf_kind(m.group(2))) + "}"
     # literal braces become parentheses first, so that only fields are in braces
     return _PERCENT.sub(sub, fmt.replace("{", "(").replace("}", ")"))
 
 
 def _printf_kind(conv: str) -> str:
-    return {"d": "int", "i": "int", "u": "int", "o": "int", "x": "hex", "X": "hex", "p": "hex",
+    return {"d": "int", "i": "int", "u": "int", "o": "int", "x": "hex", "X": "hex", "p": "pointer",
             "f": "float", "e": "float", "g": "float", "F": "float", "E": "float", "G": "float",
             "c": "char"}.get(conv, "str")
 
 
-# name -> the templates assigned to it in the file being mined (msg = f"..."; msg += "...")
+# name -> the template pieces a variable holds where a message is being read
+# (msg = f"..."; msg += "..."); set by mine_python_text for each line it reads
 _ASSIGNED: dict[str, list[str]] = {}
 
 
@@ -191,48 +199,110 @@ def archive_files(archive: str):
                     yield m.name.split("/", 1)[1], t.extractfile(m).read().decode("utf-8", "replace")
 
 
+_SCOPE = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _scopes(tree: ast.Module) -> list[tuple[list[ast.AST], list[ast.AST]]]:
+    """Each function (and class, and the module), outermost first, as (the scopes whose
+    names it sees, innermost first; the nodes that belong to it, nested scopes excluded)."""
+    out = []
+
+    def visit(scope, chain):
+        own, nested, stack = [], [], list(ast.iter_child_nodes(scope))
+        while stack:
+            n = stack.pop()
+            if isinstance(n, _SCOPE):
+                nested.append(n)
+                continue
+            own.append(n)
+            stack.extend(ast.iter_child_nodes(n))
+        out.append(([scope] + chain, own))
+        # a method does not see its class's names; a nested function sees its function's
+        inner_chain = chain if isinstance(scope, ast.ClassDef) else [scope] + chain
+        for n in nested:
+            visit(n, inner_chain)
+
+    visit(tree, [])
+    return out
+
+
+def _visible(assigns: dict, chain: list[ast.AST], line: int) -> dict[str, list[str]]:
+    """name -> template pieces at `line`: in the innermost scope that assigns the name, its
+    last assignment before the line and what was appended to it since."""
+    seen: dict[str, list[str] | None] = {}
+    for scope in chain:
+        local: dict[str, list[str] | None] = {}
+        for lineno, name, aug, msg in assigns.get(id(scope), []):
+            if lineno >= line:
+                break
+            if not aug:
+                local[name] = [msg] if msg is not None else None
+            elif local.get(name) is not None and msg is not None:
+                local[name] = local[name] + [msg]
+        for name, pieces in local.items():
+            seen.setdefault(name, pieces)
+    return {k: v for k, v in seen.items() if v}
+
+
 def mine_python_text(text: str, rel: str) -> list[dict]:
-    """Raised exceptions, warnings.warn and logger.error/warning calls of one file."""
+    """Raised exceptions, warnings.warn and logger.error/warning calls of one file.
+
+    A message held in a variable (`msg = f"..."; msg += "..."; raise X(msg)`) is read at
+    the raise: the variable as the enclosing function (or the module) last set it before
+    that line, so two functions that each build their own `msg` keep their own words."""
+    global _ASSIGNED
     try:
         tree = ast.parse(text)
     except SyntaxError:
         return []
-    _ASSIGNED.clear()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and node.value is not None:
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if len(targets) == 1 and isinstance(targets[0], ast.Name) and \
-                    isinstance(node.value, (ast.Constant, ast.JoinedStr, ast.BinOp)):
-                name = targets[0].id
-                if isinstance(node, ast.Assign):
-                    _ASSIGNED.pop(name, None)     # the first (re)assignment starts the template
-                msg = py_message(node.value)
-                if msg is not None and re.search(r"[A-Za-z]{3}", msg) and " " in msg:
-                    _ASSIGNED.setdefault(name, []).append(msg)
+    assigns: dict[int, list] = {}
     found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args:
-            exc = _expr_name(node.exc.func)
-            msg = py_message(node.exc.args[0])
-            if msg is not None:
-                found.append(dict(message=msg, level="error", style="python-raise", raises=exc,
-                                  where=f"{rel}:{node.lineno}"))
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args:
-            attr = node.func.attr
-            if attr == "warn" and _expr_name(node.func.value) == "warnings":
-                msg = py_message(node.args[0])
-                category = _expr_name(node.args[1]) if len(node.args) > 1 else "UserWarning"
-                for kw in node.keywords:
-                    if kw.arg == "category":
-                        category = _expr_name(kw.value)
-                if msg is not None:
-                    found.append(dict(message=msg, level="warning", style="python-warn", raises=category,
-                                      where=f"{rel}:{node.lineno}"))
-            elif attr in _LOG_LEVELS and _is_logger(node.func.value):
-                msg = py_message(node.args[0], node.args[1:])
-                if msg is not None:
-                    found.append(dict(message=msg, level=_LOG_LEVELS[attr], style="python-log",
-                                      where=f"{rel}:{node.lineno}"))
+    for chain, own in _scopes(tree):
+        scope = chain[0]
+        rows = []
+        for node in sorted((n for n in own if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))),
+                           key=lambda n: (n.lineno, n.col_offset)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if node.value is None or len(targets) != 1 or not isinstance(targets[0], ast.Name):
+                continue
+            assigns[id(scope)] = rows
+            _ASSIGNED = _visible(assigns, chain, node.lineno)
+            msg = None
+            if isinstance(node.value, (ast.Constant, ast.JoinedStr, ast.BinOp)):
+                msg = py_message(node.value)
+                if msg is not None and not (re.search(r"[A-Za-z]{3}", msg) and " " in msg):
+                    msg = None
+            rows.append((node.lineno, targets[0].id, isinstance(node, ast.AugAssign), msg))
+        assigns[id(scope)] = rows
+        for node in sorted(own, key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0))):
+            if not isinstance(node, (ast.Raise, ast.Call)):
+                continue
+            _ASSIGNED = _visible(assigns, chain, node.lineno)
+            if isinstance(node, ast.Raise):
+                if isinstance(node.exc, ast.Call) and node.exc.args:
+                    exc = _expr_name(node.exc.func)
+                    msg = py_message(node.exc.args[0])
+                    if msg is not None:
+                        found.append(dict(message=msg, level="error", style="python-raise", raises=exc,
+                                          where=f"{rel}:{node.lineno}"))
+            elif isinstance(node.func, ast.Attribute) and node.args:
+                attr = node.func.attr
+                if attr == "warn" and _expr_name(node.func.value) == "warnings":
+                    msg = py_message(node.args[0])
+                    category = _expr_name(node.args[1]) if len(node.args) > 1 else "UserWarning"
+                    for kw in node.keywords:
+                        if kw.arg == "category":
+                            category = _expr_name(kw.value)
+                    if msg is not None:
+                        found.append(dict(message=msg, level="warning", style="python-warn", raises=category,
+                                          where=f"{rel}:{node.lineno}"))
+                elif attr in _LOG_LEVELS and _is_logger(node.func.value):
+                    msg = py_message(node.args[0], node.args[1:])
+                    if msg is not None:
+                        found.append(dict(message=msg, level=_LOG_LEVELS[attr], style="python-log",
+                                          where=f"{rel}:{node.lineno}"))
+    _ASSIGNED = {}
+    found.sort(key=lambda f: int(f["where"].rsplit(":", 1)[1]))
     return found
 
 
@@ -596,8 +666,11 @@ def main(argv=None) -> int:
     ap.add_argument("--cpp-tree", help="copied C++ sources with a COMMITS.tsv (pytorch)")
     ap.add_argument("--libcudart", help="libcudart.so of the release (cuda-runtime)")
     ap.add_argument("--release", help="the release's version (pytorch, cuda-runtime)")
+    ap.add_argument("--fresh", action="store_true",
+                    help="start the project's file empty instead of merging into it (then: catalog/apply.py --all)")
     args = ap.parse_args(argv)
-    catalog = load_project(HERE / f"{args.project}.yaml", args.project)
+    path = HERE / f"{args.project}.yaml"
+    catalog = ProjectCatalog(project=args.project, path=path) if args.fresh else load_project(path, args.project)
     refs = args.tags if args.project in ("nccl", "gloo", "slurm") else [None]
     for ref in refs:
         found, provenance = mine_release(args.project, args, ref)

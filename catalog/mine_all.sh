@@ -1,6 +1,7 @@
 #!/bin/sh
-# Rerun every miner with the sources this catalogue was made from (see README.md).
-# Set the locations of the sources; a missing one skips that project.
+# Rerun every miner with the sources this catalogue was made from (see README.md), each
+# project's file from empty (--fresh), then reapply the mapping decisions (catalog/decisions/).
+# Set the locations of the sources; a missing one skips that project (its file stays as it is).
 #   NCCL_GIT GLOO_GIT SLURM_GIT   git directories of NVIDIA/nccl, pytorch/gloo, SchedMD/slurm
 #   TORCH_SITE                    site-packages holding torch==2.13.0
 #   TORCH_OLD                     the Python files (torch/**/*.py) of the torch 2.4.1 wheel, unzipped:
@@ -12,17 +13,19 @@ set -e
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-.venv/bin/python}
 M="$PY catalog/mine.py"
-[ -n "$NCCL_GIT" ] && $M nccl --git "$NCCL_GIT" --tags v2.18.6-1 v2.21.5-1 v2.23.4-1 v2.26.2-1 v2.27.7-1 v2.28.9-1 v2.29.7-1
-[ -n "$GLOO_GIT" ] && $M gloo --git "$GLOO_GIT"
-[ -n "$TORCH_OLD" ] && $M pytorch --tree "$TORCH_OLD" --release 2.4.1
+[ -n "$NCCL_GIT" ] && $M nccl --fresh --git "$NCCL_GIT" --tags v2.18.6-1 v2.21.5-1 v2.23.4-1 v2.26.2-1 v2.27.7-1 v2.28.9-1 v2.29.7-1
+[ -n "$GLOO_GIT" ] && $M gloo --fresh --git "$GLOO_GIT"
+# both PyTorch releases go into one file: the first run starts it empty, the second merges
+[ -n "$TORCH_OLD" ] && [ -n "$TORCH_SITE" ] && $M pytorch --fresh --tree "$TORCH_OLD" --release 2.4.1
 [ -n "$TORCH_SITE" ] && $M pytorch --tree "$TORCH_SITE" --release 2.13.0 ${TORCH_CPP:+--cpp-tree "$TORCH_CPP"}
-[ -n "$LIBCUDART" ] && $M cuda-runtime --libcudart "$LIBCUDART" --release 12.9.79
+[ -n "$LIBCUDART" ] && $M cuda-runtime --fresh --libcudart "$LIBCUDART" --release 12.9.79
 if [ -n "$WHEELS" ]; then
-  $M transformers --archive "$WHEELS/transformers-4.57.1-py3-none-any.whl" --release 4.57.1
-  $M accelerate --archive "$WHEELS/accelerate-1.10.1-py3-none-any.whl" --release 1.10.1
-  $M huggingface_hub --archive "$WHEELS/huggingface_hub-0.35.3-py3-none-any.whl" --release 0.35.3
-  $M deepspeed --archive "$WHEELS/deepspeed-0.17.6.tar.gz" --release 0.17.6
-  $M vllm --archive "$WHEELS/vllm-0.11.0-cp38-abi3-manylinux1_x86_64.whl" --release 0.11.0
+  $M transformers --fresh --archive "$WHEELS/transformers-4.57.1-py3-none-any.whl" --release 4.57.1
+  $M accelerate --fresh --archive "$WHEELS/accelerate-1.10.1-py3-none-any.whl" --release 1.10.1
+  $M huggingface_hub --fresh --archive "$WHEELS/huggingface_hub-0.35.3-py3-none-any.whl" --release 0.35.3
+  $M deepspeed --fresh --archive "$WHEELS/deepspeed-0.17.6.tar.gz" --release 0.17.6
+  $M vllm --fresh --archive "$WHEELS/vllm-0.11.0-cp38-abi3-manylinux1_x86_64.whl" --release 0.11.0
 fi
-[ -n "$SLURM_GIT" ] && $M slurm --git "$SLURM_GIT" --tags slurm-23-11-11-1 slurm-24-11-6-1 slurm-25-11-7-1
+[ -n "$SLURM_GIT" ] && $M slurm --fresh --git "$SLURM_GIT" --tags slurm-23-11-11-1 slurm-24-11-6-1 slurm-25-11-7-1
+$PY catalog/apply.py --all
 exit 0

@@ -114,11 +114,15 @@ class Template:
 
 # A field's kind comes from its name (the variable or the printf conversion).
 _KINDS = [
-    ("hex", re.compile(r"^(hex|ptr|addr(ess)?|handle)$|_ptr$", re.I)),
+    ("hex", re.compile(r"^(hex|ptr|pointer|addr(ess)?|handle)$|_ptr$", re.I)),
     ("host", re.compile(r"host|hostname|master_addr|endpoint|ifname|iface|interface|peer|node_?name|^node$", re.I)),
     # a point in time as Slurm and loggers print it; a job or step as Slurm names it
     ("time", re.compile(r"time_str|timestamp|^time$|^date$", re.I)),
     ("job", re.compile(r"^entity$|^job_?id_?str$|^step_?id_?str$", re.I)),
+    # Slurm's %ps (a step id) and srun's "task 3" / "tasks 0-7" (src/srun/launch.c)
+    ("step_id", re.compile(r"^step_id$")),
+    ("task_word", re.compile(r"^task_str$")),
+    ("tasks", re.compile(r"^tasks$")),
     ("path", re.compile(r"path|file|dir|fname|folder|checkpoint_id|ckpt", re.I)),
     ("float", re.compile(r"^(float|ratio|fraction|pct|percent)$", re.I)),
     # a rank is a number below a job's size (no job has a million ranks)
@@ -128,7 +132,8 @@ _KINDS = [
                        r"limit|max|min|total|version|nnodes|nproc|group|op$|tag", re.I)),
 ]
 _TYPICAL = {"rank": "3", "int": "3", "hex": "0x7f3a2c000000", "host": "gpu-node-17", "path": "/scratch/u1/run/ckpt.pt",
-            "float": "0.75", "time": "2026-12-05T01:02:03", "job": "JOB 4242", "str": "value"}
+            "float": "0.75", "time": "2026-12-05T01:02:03", "job": "JOB 4242", "step_id": "StepId=4242.0",
+            "task_word": "task", "tasks": "3", "str": "value"}
 _RANDOM = {
     "rank": ["0", "1", "7", "511", "131071"],
     "int": ["0", "1", "7", "29500", "600000", "18446744073709551615"],
@@ -138,6 +143,9 @@ _RANDOM = {
     "float": ["0.0", "1e-05", "3.14159"],
     "time": ["2026-12-05T01:02:03", "1999-12-31T23:59:59"],
     "job": ["JOB 4242", "STEP 4242.0", "STEP 4242.batch"],
+    "step_id": ["StepId=4242.0", "StepId=4242.batch", "JobId=4242"],
+    "task_word": ["task", "tasks"],
+    "tasks": ["0", "3", "0-7", "1,5"],
     "str": ["x", "cuda:0", "AllReduce", "model.layers.3.mlp", "an unexpectedly long value " * 6],
 }
 

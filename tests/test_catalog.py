@@ -112,6 +112,32 @@ def test_miner_reads_python_messages():
     assert "plain {path}" in got
 
 
+def test_miner_reads_a_message_variable_as_its_own_function_set_it():
+    # transformers 4.57 builds `preface` in two functions (FlashAttention 2 and 3); each raise
+    # must keep its own function's words, and a later reassignment must not leak backwards
+    mine = _mine()
+    src = textwrap.dedent('''
+        GLOBAL_HINT = "set the module level hint words"
+        def fa2():
+            preface = "FlashAttention2 has been toggled on, but it cannot be used:"
+            raise ImportError(f"{preface} the package flash_attn seems to be not installed.")
+        def fa3():
+            preface = "FlashAttention3 has been toggled on, but it cannot be used:"
+            msg = "first words of the message"
+            raise ValueError(msg)
+            msg = "second words of the message"
+            msg += " and more words"
+            raise ValueError(msg)
+            raise ImportError(f"{preface} Flash Attention 3 is not available. {GLOBAL_HINT}")
+    ''')
+    got = [f["message"] for f in mine.mine_python_text(src, "x.py")]
+    assert got == ["FlashAttention2 has been toggled on, but it cannot be used: the package flash_attn seems to be not installed.",
+                   "first words of the message",
+                   "second words of the message and more words",
+                   "FlashAttention3 has been toggled on, but it cannot be used: Flash Attention 3 is not available. "
+                   "set the module level hint words"]
+
+
 def test_miner_reads_c_macro_calls():
     mine = _mine()
     src = textwrap.dedent('''
