@@ -105,7 +105,7 @@ class Template:
 
     def filled(self, rng: random.Random | None = None) -> str:
         """The message with each field filled: a typical value, or a random one of its kind."""
-        return FIELD.sub(lambda m: fill(m.group(1), rng), self.message)
+        return FIELD.sub(lambda m: fill(m.group(1), rng, self.project), self.message)
 
     def printed(self, rng: random.Random | None = None) -> str:
         """The line as the software prints it."""
@@ -133,7 +133,7 @@ _KINDS = [
 ]
 _TYPICAL = {"rank": "3", "int": "3", "hex": "0x7f3a2c000000", "host": "gpu-node-17", "path": "/scratch/u1/run/ckpt.pt",
             "float": "0.75", "time": "2026-12-05T01:02:03", "job": "JOB 4242", "step_id": "StepId=4242.0",
-            "task_word": "task", "tasks": "3", "str": "value"}
+            "task_word": "task", "tasks": "3", "sockaddr": "10.0.3.4<43210>", "str": "value"}
 _RANDOM = {
     "rank": ["0", "1", "7", "511", "131071"],
     "int": ["0", "1", "7", "29500", "600000", "18446744073709551615"],
@@ -146,19 +146,25 @@ _RANDOM = {
     "step_id": ["StepId=4242.0", "StepId=4242.batch", "JobId=4242"],
     "task_word": ["task", "tasks"],
     "tasks": ["0", "3", "0-7", "1,5"],
+    "sockaddr": ["10.0.3.4<43210>", "172.17.0.2<58121>", "fe80::a00:27ff:fe4e:66a1%ib0<49123>"],
     "str": ["x", "cuda:0", "AllReduce", "model.layers.3.mlp", "an unexpectedly long value " * 6],
 }
 
 
-def kind_of(name: str) -> str:
-    for kind, rx in _KINDS:
+# A name that means one thing in one project: NCCL's `line`/`rasLine` buffers hold
+# ncclSocketToString's "address<port>" (src/misc/socket.cc)
+_PROJECT_KINDS = {"nccl": [("sockaddr", re.compile(r"^(line|rasLine)$"))]}
+
+
+def kind_of(name: str, project: str | None = None) -> str:
+    for kind, rx in _PROJECT_KINDS.get(project, []) + _KINDS:
         if rx.search(name):
             return kind
     return "str"
 
 
-def fill(name: str, rng: random.Random | None = None) -> str:
-    kind = kind_of(name)
+def fill(name: str, rng: random.Random | None = None, project: str | None = None) -> str:
+    kind = kind_of(name, project)
     return rng.choice(_RANDOM[kind]) if rng else _TYPICAL[kind]
 
 
