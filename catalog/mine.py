@@ -483,8 +483,9 @@ _NOT_MESSAGE = {"concat": 0, "check": 1, "check2": 2, "typed": 1, "typed-check":
 
 
 def mine_c(src: str, rel: str, macros: dict[str, tuple]) -> list[dict]:
-    """Calls of the named macros. macros: name -> (style, level, how) where how is
-    'printf' (a format and its values), 'fmt' (fmt::format's "{}" fields), 'stream'
+    """Calls of the named macros. macros: name -> (style, level, how[, pattern the message
+    must start with]) where how is
+    'printf' (a format and its values), 'printf1' (a flag, then printf's), 'fmt' (fmt::format's "{}" fields), 'stream'
     (LOG(...) << ...), or one of _NOT_MESSAGE (the message pieces after some arguments)."""
     found = []
     src = _blank_comments(src)
@@ -493,7 +494,7 @@ def mine_c(src: str, rel: str, macros: dict[str, tuple]) -> list[dict]:
     calls = "|".join(sorted((re.escape(n) for n in macros if not n.endswith(")")), key=len, reverse=True))
     streams = "|".join(re.escape(n) for n in macros if n.endswith(")")) or "(?!)"
     for m in re.finditer(rf"\b(?:({streams})|({calls})\s*\()", src):
-        style, level, how = macros[m[1] or m[2]]
+        style, level, how, *keep = macros[m[1] or m[2]]
         _C_POS[0] = m.start()
         raises = None
         if how == "stream":      # LOG(ERROR) has no call of its own: the message follows
@@ -502,12 +503,16 @@ def mine_c(src: str, rel: str, macros: dict[str, tuple]) -> list[dict]:
             args, _ = _c_call_args(src, m.end() - 1)
             if how == "printf":
                 msg = _c_printf(args)
+            elif how == "printf1":      # a flag first, then the format (NCCL's INFO(NCCL_NET, ...))
+                msg = _c_printf(args[1:])
             elif how == "fmt":
                 msg = _c_fmt(args)
             else:
                 msg = "".join(_c_piece(a) for a in args[_NOT_MESSAGE[how]:])
             if how.startswith("typed") and args:
                 raises = _c_piece(args[0]).strip("{}")
+        if keep and not (msg and re.match(keep[0], msg)):
+            continue
         if msg and re.search(r"[A-Za-z]{3}", re.sub(r"\{[^{}]*\}", "", msg)):
             item = dict(message=msg.strip(), level=level, style=style, where=f"{rel}:{line_of(src, m.start())}")
             if raises:
@@ -538,7 +543,10 @@ PYTORCH_MACROS = {
 SLURM_SCOPE = ["src/srun", "src/slurmd/slurmstepd", "src/plugins/task/cgroup", "src/plugins/cgroup",
                "src/sbatch", "src/salloc", "src/plugins/launch"]
 SLURM_MACROS = {"error": ("slurm-error", "error", "printf"), "fatal": ("slurm-error", "error", "printf")}
-NCCL_MACROS = {"WARN": ("nccl-warn", "error", "printf")}   # NCCL reports its errors as WARN
+# NCCL reports its errors as WARN; after some errors it adds INFO lines that start "HINT:"
+# (src/transport/net_ib/common.h, src/misc/ibvwrap.cc), which name the likely cause
+NCCL_MACROS = {"WARN": ("nccl-warn", "error", "printf"),
+               "INFO": ("nccl-info", "warning", "printf1", r"HINT: ")}
 GLOO_MACROS = {
     "GLOO_ENFORCE": ("gloo-enforce", "error", "check"),
     "GLOO_ENFORCE_EQ": ("gloo-enforce", "error", "check2"), "GLOO_ENFORCE_NE": ("gloo-enforce", "error", "check2"),

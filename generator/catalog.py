@@ -180,6 +180,7 @@ STYLES = {
     "cpp-warn": "[W1205 01:02:03.456789 4242 {file}:{line}] Warning: {message} (function operator())",
     "cpp-log": "[W1205 01:02:03.456789 4242 {file}:{line}] {message}",
     "nccl-warn": "gpu-node-17:4242:4300 [0] {file}:{line} NCCL WARN {message}",
+    "nccl-info": "gpu-node-17:4242:4300 [0] NCCL INFO {message}",
     "nccl-result": "torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/"
                    "ProcessGroupNCCL.cpp:2027, {message}, NCCL version 2.21.5",
     "slurm-error": "{tool}: error: {message}",
