@@ -599,11 +599,11 @@ def schema_tables() -> list[dict]:
 
 
 def validator_codes() -> list[tuple[str, str]]:
-    """(code, what it checks), from the docstring of generator/validate.py."""
+    """(code, what it checks), from the validator's registry (reserved codes say so)."""
     from . import validate
-    doc = validate.__doc__ or ""
-    found = re.findall(r"(FDX\d{3}) (.+?)(?=\s{2,}FDX\d{3}|\s*$)", doc, flags=re.M)
-    return sorted({code: text.strip() for code, text in found}.items())
+    return [(code, validate.CODES.get(code, "") +
+             (f" (reserved: {validate.RESERVED[code]})" if code in validate.RESERVED else ""))
+            for code in sorted(set(validate.CODES) | set(validate.RESERVED))]
 
 
 def api_entries(b: SiteBuild) -> dict:

@@ -2,36 +2,12 @@
 
 Each check yields Problems (`file:line:col: FDXnnn message`). `validate()`
 runs them all and returns every problem at once, sorted. To add a check, write
-a function, give it the next free code, list it in CHECKS, and add a failing
-fixture test in tests/test_validate.py.
+a function, give it the next free code in CODES, list it in CHECKS, and add a
+failing fixture test in tests/test_validate.py.
 
-Codes
-  FDX001 YAML syntax error            FDX016 signature matches healthy output
-  FDX002 unknown key                  FDX017 signature has no literal anchor
-  FDX003 missing required field       FDX018 regex may backtrack catastrophically
-  FDX004 wrong type                   FDX019 example matched by no signature of its entry
-  FDX005 value not allowed            FDX020 signature matches no example or mapped template
-  FDX006 value has the wrong form     FDX021 duplicate YAML key
-  FDX007 text too long                FDX022 YAML alias
-  FDX008 needs exactly one of         FDX023 file too large
-  FDX010 id differs from file name    FDX024 not UTF-8 / unreadable
-  FDX011 category differs from folder FDX025 example file missing
-  FDX012 duplicate id                 FDX026 duplicate signature id in an entry
-  FDX013 link to an unknown entry     FDX027 discriminator fact/pattern inconsistent
-  FDX014 regex does not compile       FDX028 an entry links to itself
-  FDX015 reference URL not http(s)    FDX029 file is not a mapping
-                                      FDX030 wrong file extension
-                                      FDX031 case-insensitive signature
-                                      FDX032 version range is empty
-                                      FDX033 look-alike not linked back
-                                      FDX034 answer repeats another section
-                                      FDX035 system name with unbalanced brackets
-                                      FDX036 context signature on most healthy lines
-                                      FDX037 discriminator fact nothing extracts
-                                      FDX038 reference listed twice
-                                      FDX039 signature matches no catalogue template, cites no report
-                                      FDX040 catalogue template not matched by its entry's signatures
-                                      FDX041 catalogue file invalid or names an unknown entry
+The codes are CODES below: permanent, each with its line of documentation (the
+Contributing page's table is made from it); tests/test_validate.py holds a failing fixture
+for every code that is not RESERVED.
 """
 from __future__ import annotations
 
@@ -46,6 +22,56 @@ from .healthy import HealthyCorpus, engine_module
 from .loader import Entry, Problem, load_all
 from .regexes import MIN_ANCHOR, backtracking_risks, required_literals
 from .text import log_lines
+
+# Every code the validator and the loader report. A code is never renumbered or given to
+# another check; a retired code stays in RESERVED.
+CODES: dict[str, str] = {
+    "FDX001": "YAML syntax error",
+    "FDX002": "unknown key",
+    "FDX003": "missing required field",
+    "FDX004": "wrong type",
+    "FDX005": "value not allowed",
+    "FDX006": "value has the wrong form",
+    "FDX007": "text too long",
+    "FDX008": "needs exactly one of",
+    "FDX010": "id differs from file name",
+    "FDX011": "category differs from folder",
+    "FDX012": "duplicate id",
+    "FDX013": "link to an unknown entry",
+    "FDX014": "regex does not compile",
+    "FDX015": "reference URL not http(s)",
+    "FDX016": "signature matches healthy output",
+    "FDX017": "signature has no literal anchor",
+    "FDX018": "regex may backtrack catastrophically",
+    "FDX019": "example matched by no signature of its entry",
+    "FDX020": "signature matches no example or mapped template",
+    "FDX021": "duplicate YAML key",
+    "FDX022": "YAML alias",
+    "FDX023": "file too large",
+    "FDX024": "not UTF-8 / unreadable",
+    "FDX025": "example file missing",
+    "FDX026": "duplicate signature id in an entry",
+    "FDX027": "discriminator fact/pattern inconsistent",
+    "FDX028": "an entry links to itself",
+    "FDX029": "file is not a mapping",
+    "FDX030": "wrong file extension",
+    "FDX031": "case-insensitive signature",
+    "FDX032": "version range is empty",
+    "FDX033": "look-alike not linked back",
+    "FDX034": "answer repeats another section",
+    "FDX035": "system name with unbalanced brackets",
+    "FDX036": "context signature on most healthy lines",
+    "FDX037": "discriminator fact nothing extracts",
+    "FDX038": "reference listed twice",
+    "FDX039": "signature matches no catalogue template, cites no report",
+    "FDX040": "catalogue template not matched by its entry's signatures",
+    "FDX041": "catalogue file invalid or names an unknown entry",
+}
+# codes that no check reports (yet): said here so that nobody reuses them
+RESERVED: dict[str, str] = {
+    "FDX009": "retired before the codes were frozen; never reused",
+    "FDX039": "written (check_signature_sourced) but not enforced while some signatures rest on source code alone",
+}
 
 Check = Callable[[Entry, "Context"], Iterator[Problem]]
 # facts the engine reads from any log line (versions, launcher, sizes)

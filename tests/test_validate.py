@@ -17,9 +17,10 @@ ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "entries" / "rendezvous" / "torchrun-rendezvous-timeout.yaml"
 
 
-@pytest.fixture()
-def checkout(tmp_path):
+@pytest.fixture(scope="module")
+def pristine_checkout(tmp_path_factory):
     """A minimal checkout: the model entry, its link targets as stubs, healthy logs."""
+    tmp_path = tmp_path_factory.mktemp("pristine")
     (tmp_path / "entries" / "rendezvous").mkdir(parents=True)
     shutil.copytree(ROOT / "entries" / "healthy", tmp_path / "entries" / "healthy")
     shutil.copy(MODEL, tmp_path / "entries" / "rendezvous" / MODEL.name)
@@ -66,6 +67,13 @@ def checkout(tmp_path):
         cat.templates = {k: t for k, t in cat.templates.items() if set(t.ids) <= present}
         catalog.save_project(cat, tmp_path / "catalog" / cat.path.name)
     return tmp_path
+
+
+@pytest.fixture()
+def checkout(pristine_checkout, tmp_path):
+    """A fresh copy of the minimal checkout for each test to break (built once per module)."""
+    shutil.copytree(pristine_checkout, tmp_path / "checkout")
+    return tmp_path / "checkout"
 
 
 def edit(checkout: Path, old: str, new: str, count: int = 1) -> Path:
@@ -300,3 +308,66 @@ def test_catalog_naming_an_unknown_entry_or_broken(checkout):
     _catalog(checkout, "  - message: 'x'\n    level: error\n")
     _, problems = validate(checkout)
     assert [(p.file, p.line, p.code) for p in problems] == [("catalog/x.yaml", 4, "FDX041")]
+
+
+# ---------------------------------------------------------------- every code, a failing fixture
+
+@pytest.mark.parametrize("old,new,code,needle", [
+    # FDX007: a title longer than the schema's 90 characters
+    ("title: torchrun rendezvous times out before every node joins (RendezvousTimeoutError)",
+     "title: " + "torchrun rendezvous times out " * 4, "FDX007", "title: torchrun rendezvous times out torchrun"),
+    # FDX019: an example no signature of the entry matches
+    ("examples:\n", "examples:\n  - source: https://example.org/thread/1\n    log: 'all good here, step 10 of 10'\n",
+     "FDX019", "  - source: https://example.org/thread/1"),
+    # FDX025: an example file that is not there
+    ("examples:\n", "examples:\n  - source: https://example.org/thread/2\n    file: torchrun-rendezvous-timeout/no-such.log\n",
+     "FDX025", "    file: torchrun-rendezvous-timeout/no-such.log"),
+    # FDX027: a discriminator's fact without its here_pattern
+    ("  - signal: Which error the waiting nodes print\n",
+     "  - signal: Which error the waiting nodes print\n    fact: join_timeout\n", "FDX027",
+     "  - signal: Which error the waiting nodes print"),
+    # FDX037: a discriminator fact that no signature and no context pattern extracts
+    ("  - signal: Which error the waiting nodes print\n",
+     "  - signal: Which error the waiting nodes print\n    fact: no_such_fact\n    here_pattern: 'x'\n", "FDX037",
+     "  - signal: Which error the waiting nodes print"),
+    # FDX028: an entry among its own related entries
+    ("related: [rendezvous-closed", "related: [torchrun-rendezvous-timeout, rendezvous-closed", "FDX028",
+     "related: [torchrun-rendezvous-timeout"),
+    # FDX032: a version range that ends before it starts
+    ("affects: []", "affects:\n  - software: pytorch\n    introduced: '2.5.0'\n    fixed: '2.4.0'", "FDX032",
+     "  - software: pytorch\n    introduced"),
+])
+def test_each_remaining_code_has_a_failing_fixture(checkout, old, new, code, needle):
+    edit(checkout, old, new)
+    got = problems(checkout)
+    line = line_of(checkout, needle)
+    assert any(p.startswith(f"{REL}:{line}:") and f" {code} " in p for p in got), (code, line, got)
+
+
+def test_a_context_signature_on_most_healthy_lines(checkout):
+    # FDX036: "NCCL INFO" is on more than half the lines of the healthy NCCL logs
+    edit(checkout, "signatures:\n", "signatures:\n  - id: any-nccl-info\n    regex: 'NCCL INFO'\n"
+                                     "    strength: context\n    source: test\n")
+    got = problems(checkout)
+    line = line_of(checkout, "    regex: 'NCCL INFO'")
+    assert any(p.startswith(f"{REL}:{line}:") and " FDX036 " in p for p in got), got
+
+
+def test_an_entry_file_with_the_wrong_extension(checkout):
+    # FDX030: entries are .yaml files; a .yml one is named, not skipped silently
+    src = checkout / "entries" / "rendezvous" / MODEL.name
+    (checkout / "entries" / "rendezvous" / "stray-entry.yml").write_text(src.read_text())
+    got = problems(checkout)
+    assert any(p.startswith("entries/rendezvous/stray-entry.yml:1:") and " FDX030 " in p for p in got), got
+
+
+def test_every_code_is_registered_and_every_active_one_has_a_fixture():
+    import generator.validate as V
+    here = Path(__file__).read_text()
+    emitted = set()
+    for f in (ROOT / "generator").glob("*.py"):
+        emitted |= set(re.findall(r'"(FDX\d{3})"', f.read_text()))
+    # every code a check or the loader reports is documented in the registry
+    assert emitted <= set(V.CODES) | set(V.RESERVED), emitted - set(V.CODES)
+    untested = sorted(c for c in V.CODES if c not in V.RESERVED and c not in here)
+    assert not untested, f"no failing fixture names {untested}"
