@@ -1,7 +1,9 @@
 # The commands of README.md and CONTRIBUTING.md.
 #   make setup   .venv with the pinned Python packages (constraints.txt) + npm ci (Pyodide)
 #   make serve   setup, then the site at http://127.0.0.1:8000, rebuilt when an entry changes
-#   make test    every test
+#   make check   the quick lane for an entry author (about 30 s): the validator, every entry's
+#                examples diagnosed as that entry, signature variants, the scoring rules, coverage
+#   make test    every test (what CI runs)
 #   make build   the site into site/, as CI builds it (fails on any entry problem)
 #   make wheel   the faildex wheel into dist/ (setuptools, offline, the index inside)
 
@@ -10,7 +12,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: setup serve test build wheel bench-site clean
+.PHONY: setup serve check test build wheel bench-site clean
 
 setup: $(VENV)/.faildex-setup node_modules/.faildex-setup
 
@@ -27,6 +29,10 @@ node_modules/.faildex-setup: package.json package-lock.json
 
 serve: setup
 	$(BIN)/mkdocs serve -a 127.0.0.1:8000
+
+check: setup
+	$(BIN)/faildex validate
+	$(BIN)/pytest -q tests/test_examples.py tests/test_variants.py tests/test_rules.py tests/test_coverage.py
 
 test: setup
 	$(BIN)/faildex validate
