@@ -1,7 +1,8 @@
 """The repository tools of `faildex`: validate, new, schema, index.
 
 `faildex` itself is faildex.command (diagnose, triage, fleet); from a
-checkout it hands these subcommands here."""
+checkout it hands these subcommands here. This module imports nothing of the
+engine's commands, so the two packages never import each other in a circle."""
 from __future__ import annotations
 
 import argparse
@@ -175,10 +176,6 @@ def cmd_index(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] in (["diagnose"], ["triage"], ["fleet"], ["--version"]):
-        # the engine's commands: the same `faildex` as an installed wheel
-        from faildex.command import main as faildex_main
-        return faildex_main(argv)
     ap = argparse.ArgumentParser(prog="faildex", description=__doc__)
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("validate", help="check every entry; file:line:col: CODE message")
@@ -188,9 +185,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("name", metavar="CATEGORY/ID")
     p = sub.add_parser("index", help="compile the engine's index JSON")
     p.add_argument("-o", "--output")
-    sub.add_parser("diagnose", help="diagnose logs: faildex diagnose --help")
-    sub.add_parser("triage", help="one JSON line per job: faildex triage --help")
-    sub.add_parser("fleet", help="the fleet page: faildex fleet report --help")
     args = ap.parse_args(argv)
     return {"validate": cmd_validate, "schema": cmd_schema, "new": cmd_new,
             "index": cmd_index}[args.cmd](args)

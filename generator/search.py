@@ -17,6 +17,7 @@ import re
 
 from .regexes import literal_runs, readable, required_literals
 from .text import clean
+from .urls import page_url
 
 SEARCH_FORMAT = 1
 SHOWN = ("defining", "supporting", "collateral")   # context lines are printed by healthy runs
@@ -87,7 +88,6 @@ def search_data(views, url, messages: dict | None = None) -> dict:
 
 def search_step(b) -> None:
     """Site build step: ship assets/faildex/search.json."""
-    from .site import page_url
     data = search_data(b.entries, lambda uri: page_url(uri, b.use_directory_urls), catalog_words(b.catalogs))
     b.add_text("assets/faildex/search.json",
                json.dumps(data, ensure_ascii=False, separators=(",", ":")))

@@ -38,10 +38,11 @@ import jinja2
 from markupsafe import Markup, escape
 
 from . import schema as S
-from . import loader
+from . import validate
 from .loader import Entry, Problem
 from .regexes import readable
 from .text import clean, log_lines
+from .urls import page_url, relative_url
 
 REPO = Path(__file__).resolve().parent.parent
 TEMPLATE_DIR = REPO / "site_template"
@@ -256,8 +257,7 @@ class EntryView:
                 "commands": [c["command"] for c in self.d["confirm"] if c.get("command")]}
 
     def _example(self, ex: dict) -> dict:
-        from .validate import example_text
-        text = example_text(self.entry, ex) or ""
+        text = validate.example_text(self.entry, ex) or ""
         lines = [clean(ln) for ln in log_lines(text.rstrip("\n"))]
         shown = [ln if len(ln) <= LINE_MAX_CHARS else ln[:LINE_MAX_CHARS] + " …" for ln in
                  lines[:EXAMPLE_MAX_LINES]]
@@ -334,31 +334,6 @@ def sort_key(v: EntryView):
 
 
 # ---------------------------------------------------------------- URLs
-
-def page_url(uri: str, use_directory_urls: bool = True) -> str:
-    """The URL (relative to the site root) mkdocs gives a docs file."""
-    if not uri.endswith(".md"):
-        return uri
-    stem = uri[:-3]
-    if not use_directory_urls:
-        return stem + ".html"
-    if stem == "index":
-        return ""
-    if stem.endswith("/index"):
-        return stem[:-len("index")]
-    return stem + "/"
-
-
-def relative_url(target: str, base: str) -> str:
-    """target and base are site-root URLs ('' is the home page)."""
-    if target == base:
-        return "./"
-    base_dir = base if base.endswith("/") or base == "" else posixpath.dirname(base) + "/"
-    rel = posixpath.relpath("/" + target, "/" + base_dir)
-    if (target == "" or target.endswith("/")) and not rel.endswith("/"):
-        rel += "/"
-    return rel
-
 
 # ---------------------------------------------------------------- the build
 
@@ -600,7 +575,6 @@ def schema_tables() -> list[dict]:
 
 def validator_codes() -> list[tuple[str, str]]:
     """(code, what it checks), from the validator's registry (reserved codes say so)."""
-    from . import validate
     return [(code, validate.CODES.get(code, "") +
              (f" (reserved: {validate.RESERVED[code]})" if code in validate.RESERVED else ""))
             for code in sorted(set(validate.CODES) | set(validate.RESERVED))]
@@ -642,7 +616,7 @@ def api_entries(b: SiteBuild) -> dict:
 
 def load_entries(root: Path) -> list[Entry]:
     """Load and validate; raise SiteError with every problem."""
-    entries, problems = loader.load_and_validate(Path(root))
+    entries, problems = validate.load_and_validate(Path(root))
     if problems:
         raise SiteError(problems)
     for e in entries:   # positions only serve problem messages: free them for large sites

@@ -19,7 +19,7 @@ from typing import Callable, Iterable, Iterator
 from . import catalog as catalogue
 from . import schema as S
 from .healthy import HealthyCorpus, engine_module
-from .loader import Entry, Problem, load_all
+from .loader import PARALLEL_FROM, Entry, Problem, load_all, load_all_parallel
 from .regexes import MIN_ANCHOR, backtracking_risks, required_literals
 from .text import log_lines
 
@@ -620,6 +620,15 @@ def validate_entries(root: Path, entries: list[Entry]) -> list[Problem]:
         for check in CHECKS:
             problems.extend(check(entry, ctx))
     return problems
+
+
+def load_and_validate(root: Path, jobs: int | None = None,
+                      parallel_from: int = PARALLEL_FROM) -> tuple[list[Entry], list[Problem]]:
+    """validate(root), with the entries read by a pool of processes (loader.load_all_parallel).
+    Same entries, same problems: a test compares the two."""
+    entries, problems = load_all_parallel(Path(root), jobs, parallel_from)
+    problems += validate_entries(Path(root), entries)
+    return entries, sorted(problems)
 
 
 def validate(root: Path) -> tuple[list[Entry], list[Problem]]:

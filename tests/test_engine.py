@@ -37,7 +37,7 @@ def primary_id(report) -> str | None:
 
 # Imported inside a function, only where that function needs them: the fleet page's
 # renderer (faildex[fleet]) and the repository tools of a checkout.
-OPTIONAL_IMPORTS = {"fleet.py": {"jinja2", "material"}, "command.py": {"generator"},
+OPTIONAL_IMPORTS = {"fleet.py": {"jinja2", "material"}, "command.py": {"generator"}, "indexfile.py": {"generator"},
                     "scan.py": {"re2"}}   # faildex[fast]: the prefilter's DFA (scan.RE2_NOTE)
 
 
@@ -259,7 +259,7 @@ def index_file(index, tmp_path_factory):
 
 def faildex(*args, stdin: bytes | None = None, index: str | None = None):
     extra = ["--index", index] if index else []
-    return subprocess.run([sys.executable, "-m", "generator.cli", "diagnose", *extra, *args],
+    return subprocess.run([sys.executable, "-m", "faildex", "diagnose", *extra, *args],
                           cwd=ROOT, input=stdin, capture_output=True, timeout=300)
 
 

@@ -645,14 +645,14 @@ def test_contributing_example_entry_validates(tmp_path):
 
 def test_parallel_loading_reports_what_validate_reports(tmp_path):
     """Thousands of entries are read by a process pool; it must agree with validate()."""
-    from generator.validate import validate
+    from generator.validate import load_and_validate, validate
     root = make_root(tmp_path / "root", FIXTURES / "site_entries", FIXTURES / "hostile")
     (root / "entries/numerics/old-name.yml").write_text("id: old-name\n")
     (root / "entries/numerics/fixture-broken.yaml").write_text("id: fixture-broken\ntitle: [\n")
     beta = root / "entries/rendezvous/fixture-beta-refused.yaml"
     beta.write_text(beta.read_text().replace("severity: medium", "severity: grave"))
     want_entries, want_problems = validate(root)
-    got_entries, got_problems = loader.load_and_validate(root, jobs=3, parallel_from=0)
+    got_entries, got_problems = load_and_validate(root, jobs=3, parallel_from=0)
     assert [e.id for e in got_entries] == [e.id for e in want_entries]
     assert [e.data for e in got_entries] == [e.data for e in want_entries]
     assert [str(p) for p in got_problems] == [str(p) for p in want_problems]

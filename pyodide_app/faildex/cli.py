@@ -81,7 +81,7 @@ def main(argv: list[str], index_path=None) -> int:
         return 2 if e.code else 0
     try:
         if not (args.index or index_path):
-            from .command import index_path as default_index
+            from .indexfile import index_path as default_index
             index_path = default_index()
         index = load_index(args.index or index_path)
     except (OSError, ValueError) as err:

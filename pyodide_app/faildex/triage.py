@@ -205,7 +205,7 @@ def main(argv: list[str], index_path: str | None = None) -> int:
         print(f"faildex triage: --job-id: not a regular expression: {err}", file=sys.stderr)
         return 2
     if index_path is None:
-        from .command import index_path as default_index
+        from .indexfile import index_path as default_index
         try:
             index_path = default_index()
         except ValueError as err:
