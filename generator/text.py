@@ -1,11 +1,15 @@
 """Text as the generator shows it: ANSI colour codes and control characters removed,
-log lines split the way the engine splits them. The one home for that handling
-(the engine in pyodide_app/ keeps its own copy: it imports nothing from here)."""
+log lines split the way the engine splits them. The colour codes are the engine's
+own pattern (faildex/lines.py), so the validator reads an example exactly as the
+engine does; the site's paste box (assets/faildex/find.js) spells the same pattern
+and a test holds the two equal."""
 from __future__ import annotations
 
 import re
 
-ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+from .healthy import engine_module
+
+ANSI = engine_module("lines").ANSI
 _CTRL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 

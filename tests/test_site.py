@@ -657,3 +657,15 @@ def test_parallel_loading_reports_what_validate_reports(tmp_path):
     assert [e.data for e in got_entries] == [e.data for e in want_entries]
     assert [str(p) for p in got_problems] == [str(p) for p in want_problems]
     assert {p.code for p in got_problems} >= {"FDX001", "FDX005", "FDX030"}
+
+
+def test_one_colour_code_pattern_for_engine_validator_and_paste_box():
+    # the validator must read an example as the engine reads it, and the site's paste box
+    # must strip what the engine strips (an OSC title sequence, a CSI with '?')
+    from generator import text
+    from generator.healthy import engine_module
+    lines = engine_module("lines")
+    assert text.ANSI is lines.ANSI
+    js = (REPO / "site_template/static/assets/faildex/find.js").read_text()
+    assert f"var ANSI = /{lines.ANSI.pattern}/g;" in js
+    assert text.log_lines("\x1b]0;train\x07\x1b[?25lRuntimeError: x") == ["RuntimeError: x"]
