@@ -31,7 +31,10 @@ THRESHOLDS = {"dev": (0.93, 0.93), "sealed": (0.91, 0.96),
               "sealed-3": (0.73, 0.82),
               # a fresh batch collected 2026-12-05 (issue 27), 23 logs, measured once before this
               # session's catalogue work and once after, unread: 95.7 % / 95.7 % both times
-              "sealed-4": (0.86, 0.86)}
+              "sealed-4": (0.86, 0.86),
+              # a fresh batch collected 2026-12-05 (issue 27), 21 logs, measured once at the session's
+              # start (11f2bcd) and once at its end, unread: 90.5 % / 95.2 % both times, hard 4/4
+              "sealed-5": (0.85, 0.90)}
 _THREAD = re.compile(r"https?://github\.com/([\w.-]+/[\w.-]+)/(?:issues|pull|discussions)/(\d+)")
 
 
