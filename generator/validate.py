@@ -66,6 +66,7 @@ CODES: dict[str, str] = {
     "FDX039": "signature matches no catalogue template, cites no report",
     "FDX040": "catalogue template not matched by its entry's signatures",
     "FDX041": "catalogue file invalid or names an unknown entry",
+    "FDX042": "entry states a registered fact (facts.yaml) differently, or facts.yaml is invalid",
 }
 # codes that no check reports (yet): said here so that nobody reuses them
 RESERVED: dict[str, str] = {
@@ -106,6 +107,31 @@ class Context:
             except catalogue.CatalogError as err:
                 problems.append(Problem(err.file, err.line, 1, "FDX041", err.message))
         return templates, problems
+
+    @cached_property
+    def settled(self) -> tuple[list[tuple[dict, list[re.Pattern]]], list[Problem]]:
+        """The facts of facts.yaml with their compiled `stated_wrongly` patterns, and the
+        problems of reading it (a missing file: no facts)."""
+        path = self.root / "facts.yaml"
+        if not path.is_file():
+            return [], []
+        from ruamel.yaml import YAML, YAMLError
+        try:
+            items = YAML(typ="safe").load(path.read_text(encoding="utf-8")) or []
+        except YAMLError as err:
+            mark = getattr(err, "problem_mark", None)
+            return [], [Problem("facts.yaml", (mark.line + 1) if mark else 1, 1, "FDX042", f"not valid YAML: {err}")]
+        facts, problems = [], []
+        for n, item in enumerate(items if isinstance(items, list) else [None], 1):
+            if not (isinstance(item, dict) and {"id", "fact", "source", "stated_wrongly", "said_wrongly_as"} <= set(item)):
+                problems.append(Problem("facts.yaml", 1, 1, "FDX042",
+                                        f"item {n}: needs id, fact, source, stated_wrongly and said_wrongly_as"))
+                continue
+            try:
+                facts.append((item, [re.compile(p) for p in item["stated_wrongly"]]))
+            except (re.error, TypeError) as err:
+                problems.append(Problem("facts.yaml", 1, 1, "FDX042", f"fact {item['id']!r}: bad pattern: {err}"))
+        return facts, problems
 
     @cached_property
     def rendered(self) -> "catalogue.Rendered":
@@ -511,6 +537,32 @@ def check_answers_add_something(entry: Entry, ctx: Context) -> Iterator[Problem]
                 break
 
 
+def _prose(node, path=()) -> Iterator[tuple[tuple, str]]:
+    """Every text of an entry a reader reads (not its signatures or log examples)."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if not path and k in ("signatures", "examples"):
+                continue
+            yield from _prose(v, path + (k,))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from _prose(v, path + (i,))
+    elif isinstance(node, str):
+        yield path, node
+
+
+def check_settled_facts(entry: Entry, ctx: Context) -> Iterator[Problem]:
+    """A fact several pages state lives once, in facts.yaml; a page that says it
+    differently (an old default, another backend's value) is refused."""
+    facts, _ = ctx.settled
+    for path, text in _prose(entry.data):
+        flat = " ".join(text.split())
+        for fact, patterns in facts:
+            if any(p.search(flat) for p in patterns):
+                yield entry.problem(path, "FDX042", f"says otherwise than fact {fact['id']!r} of facts.yaml: "
+                                                    f"{fact['fact']} ({fact['source']})")
+
+
 CHECKS: list[Check] = [
     check_structure,
     check_id_matches_file,
@@ -529,6 +581,7 @@ CHECKS: list[Check] = [
     check_answers_add_something,
     check_system_names,
     check_references_unique,
+    check_settled_facts,
 ]
 
 
@@ -615,7 +668,7 @@ def check_catalog(entries: list[Entry], ctx: Context) -> Iterator[Problem]:
 def validate_entries(root: Path, entries: list[Entry]) -> list[Problem]:
     ctx = Context(root, entries, HealthyCorpus(root))
     problems = list(check_duplicate_ids(entries)) + list(check_lookalikes_link_back(entries))
-    problems += list(check_catalog(entries, ctx))
+    problems += list(check_catalog(entries, ctx)) + ctx.settled[1]
     for entry in entries:
         for check in CHECKS:
             problems.extend(check(entry, ctx))

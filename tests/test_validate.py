@@ -24,6 +24,7 @@ def pristine_checkout(tmp_path_factory):
     (tmp_path / "entries" / "rendezvous").mkdir(parents=True)
     shutil.copytree(ROOT / "entries" / "healthy", tmp_path / "entries" / "healthy")
     shutil.copy(MODEL, tmp_path / "entries" / "rendezvous" / MODEL.name)
+    shutil.copy(ROOT / "facts.yaml", tmp_path / "facts.yaml")
     # Link targets of the model entry, copied as real entries so links resolve.
     from ruamel.yaml import YAML
     data = YAML(typ="safe").load(MODEL.read_text())
@@ -371,3 +372,31 @@ def test_every_code_is_registered_and_every_active_one_has_a_fixture():
     assert emitted <= set(V.CODES) | set(V.RESERVED), emitted - set(V.CODES)
     untested = sorted(c for c in V.CODES if c not in V.RESERVED and c not in here)
     assert not untested, f"no failing fixture names {untested}"
+
+
+def test_a_page_that_states_a_registered_fact_differently(checkout):
+    # FDX042: facts.yaml says join_timeout defaults to 600 s; a page saying 900 s is refused
+    edit(checkout, "here: the configured join_timeout (600 s by default)",
+         "here: the configured join_timeout (900 s by default)")
+    got = problems(checkout)
+    line = line_of(checkout, "here: the configured join_timeout (900 s")
+    assert any(p.startswith(f"{REL}:{line}:") and " FDX042 " in p and "c10d-rendezvous-join-timeout" in p
+               for p in got), got
+
+
+def test_a_broken_facts_file_is_named(checkout):
+    (checkout / "facts.yaml").write_text("- id: x\n  fact: y\n  source: https://example.org\n"
+                                         "  said_wrongly_as: z\n  stated_wrongly: ['(unclosed']\n")
+    got = problems(checkout)
+    assert any(p.startswith("facts.yaml:1:") and " FDX042 " in p and "bad pattern" in p for p in got), got
+
+
+def test_each_fact_catches_its_wrong_statement_and_not_itself():
+    from generator.validate import Context
+    ctx = Context.__new__(Context)
+    ctx.root = ROOT
+    facts, problems = Context.settled.func(ctx)
+    assert facts and not problems
+    for fact, patterns in facts:
+        assert any(p.search(fact["said_wrongly_as"]) for p in patterns), fact["id"]
+        assert not any(p.search(fact["fact"]) for p in patterns), fact["id"]
