@@ -3,6 +3,7 @@
     python bench/engine.py                        # every profile + its healthy twin, 210 MB each
     python bench/engine.py --profile nccl-info --size 50M
     python bench/engine.py --worst-case --size 20M   # one file per line type, one process
+    python bench/engine.py --anchor-lines --size 2M  # one file per anchor: benign text around it
     python bench/engine.py --profile bench-mix --size 1G
 
 Profiles (bench/profiles.py) are mixes of line types that imitate what healthy
@@ -18,6 +19,12 @@ the failure near the end. For each file, in one run:
     under LC_ALL=C and under the default locale (C.UTF-8 here, 5-9x slower).
 Targets (issue 10): every profile >= 120 MB/s and within 2x LC_ALL=C grep's
 time; every single-line-type file >= 25 MB/s on one process; peak RSS < 200 MB.
+
+--anchor-lines is the worst case that is not ours (issue 31): for every anchor of the
+index, a file of ordinary INFO lines that carry that anchor word among random ids and
+numbers (what a benign line type the healthy corpus lacks looks like to the prefilter),
+scanned on one process with the installed prefilter and with the stdlib passes; the
+slowest files are printed, and the slowest of all against the 50 / 25 MB/s targets.
 """
 from __future__ import annotations
 
@@ -153,6 +160,24 @@ def one_process(log: Path, index: dict) -> tuple[float, int, float]:
     return elapsed, d.sources["log"].candidates, spent[0]
 
 
+def anchor_line_file(path: Path, anchor: str, size: int, seed: int) -> None:
+    """A log of benign INFO lines, each carrying `anchor` among random ids and numbers."""
+    import random
+    rng = random.Random(f"{anchor}/{seed}")
+    with open(path, "w", encoding="utf-8") as out:
+        written = 0
+        while written < size:
+            rows = []
+            for _ in range(512):
+                t = f"2026-12-05 {rng.randrange(24):02d}:{rng.randrange(60):02d}:{rng.randrange(60):02d},{rng.randrange(1000):03d}"
+                rows.append(f"[{t}] INFO [rank{rng.randrange(64)}] worker {rng.getrandbits(32):08x}: "
+                            f"step {rng.randrange(10**6)} note {anchor} (batch {rng.randrange(4096)}, "
+                            f"{rng.random():.4f} s)\n")
+            block = "".join(rows)
+            out.write(block)
+            written += len(block.encode("utf-8"))
+
+
 def best(runs: int, fn):
     results = [fn() for _ in range(runs)]
     return min(results, key=lambda r: r[0])
@@ -201,6 +226,8 @@ def main() -> int:
     ap.add_argument("--size", default="210M", help="log size, e.g. 210M or 1G")
     ap.add_argument("--worst-case", action="store_true",
                     help="one file per line type of the profiles, scanned on one process")
+    ap.add_argument("--anchor-lines", action="store_true",
+                    help="one file per anchor (benign lines carrying it), scanned on one process")
     ap.add_argument("--no-twins", action="store_true", help="skip the healthy twin of each profile")
     ap.add_argument("--runs", type=int, default=1, help="report the fastest of this many runs")
     ap.add_argument("--seed", type=int, default=0)
@@ -227,6 +254,28 @@ def main() -> int:
           f"(one per key byte); {os.cpu_count()} cores; reference: grep -c -E -f, LC_ALL=C and default locale")
     log = workdir / "bench.log"
     try:
+        if args.anchor_lines:
+            rows = []
+            for n, anchor in enumerate(index["anchors"]):
+                anchor_line_file(log, anchor, size, args.seed)
+                mb = log.stat().st_size / 1e6
+                one_t, cands, cand_t = one_process(log, index)
+                os.environ["FAILDEX_PREFILTER"] = "passes"
+                try:
+                    std_t, _, _ = one_process(log, index)
+                finally:
+                    del os.environ["FAILDEX_PREFILTER"]
+                rows.append((mb / one_t, mb / std_t, anchor, cand_t / cands * 1e6 if cands else 0.0))
+                if n % 50 == 49:
+                    print(f"... {n + 1} of {len(index['anchors'])} anchors", flush=True)
+            rows.sort()
+            print(f"{'anchor':<44} {'1 proc MB/s':>11} {'stdlib':>7} {'us/cand':>8}")
+            for one, std, anchor, us in rows[:15]:
+                print(f"{anchor[:44]!r:<44} {one:11.1f} {std:7.1f} {us:8.1f}")
+            print(f"{len(rows)} anchor files of {args.size}: slowest {rows[0][0]:.1f} MB/s with {prefilter} "
+                  f"(target >= 50), slowest with the stdlib passes {min(r[1] for r in rows):.1f} MB/s "
+                  f"(target >= 25); median {rows[len(rows) // 2][0]:.1f} MB/s")
+            return 0
         if args.worst_case:
             print(f"{'line type':<38} {'1 proc MB/s':>11} {'stdlib':>7} {'cand %':>7} {'us/cand':>8} {'grep C MB/s':>11}")
             worst = None
