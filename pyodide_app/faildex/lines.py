@@ -40,15 +40,25 @@ _RANK_WORD = re.compile(r"\b(?:rank|Rank|RANK)[ =:\[]{0,2}(?P<rank>\d{1,5})\b")
 _PG_RANK = re.compile(r"\[(?:PG [^\[\]]{1,200} )?Rank (?P<rank>\d{1,5})\] ")
 
 
+def _clock(base: str) -> datetime:
+    """"YYYY-MM-DD HH:MM:SS" as a datetime: sliced when it has that exact shape (a prefix is
+    parsed on every candidate line, and strptime was a fifth of their cost), else strptime."""
+    if len(base) == 19 and base[4] == base[7] == "-" and base[10] == " " and base[13] == base[16] == ":" \
+            and (base[:4] + base[5:7] + base[8:10] + base[11:13] + base[14:16] + base[17:]).isdigit():
+        return datetime(int(base[:4]), int(base[5:7]), int(base[8:10]),
+                        int(base[11:13]), int(base[14:16]), int(base[17:19]))
+    return datetime.strptime(base, "%Y-%m-%d %H:%M:%S")
+
+
 def _iso_epoch(ts: str, tz: str | None) -> float | None:
     ts = ts.replace(",", ".").replace("T", " ")
     try:
         if "." in ts:
             base, frac = ts.split(".", 1)
-            dt = datetime.strptime(base, "%Y-%m-%d %H:%M:%S")
+            dt = _clock(base)
             extra = float("0." + frac[:6])
         else:
-            dt = datetime.strptime(ts, "%Y-%m-%d %H:%M:%S")
+            dt = _clock(ts)
             extra = 0.0
     except ValueError:
         return None
