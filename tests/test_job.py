@@ -137,9 +137,11 @@ def _rows(part):
 # measured 2026-12-04 (issue 26): sealed 70/71 (98.6 %), sealed-b 40/40 and sealed-c 35/37 after their
 # first misses were read and moved to dev (first measurements of those fresh batches: 40/46, 87.0 %, and
 # 35/42, 83.3 %); dev 43/55; thresholds below, with room
-# sealed-d (30 runs, made after the last engine change): 27/30 (90.0 %), measured once, none read
+# sealed-d (30 runs, made after the last engine change): 27/30 (90.0 %), measured once; d08 (a miss:
+# no suspect) was read on 2026-12-05 and moved to dev (now 27/29)
 # sealed-e (27 runs, made by a helper from its own script at the end of the 2026-12-05 session):
-# 25/27 (92.6 %), torchrun's block 17/27, measured once, none read; in 2 runs (e07, e20, collective
+# 25/27 (92.6 %), torchrun's block 17/27, measured once; e22 (right by the launcher's block of the
+# wrong attempt, its headline on the victim) was read on 2026-12-05 and moved to dev (now 24/26); in 2 runs (e07, e20, collective
 # mismatches by their manifest) the block is right and faildex is not: a known failure, held strict
 # so that it is noticed when it is fixed (fixing it means reading them: move them to dev first)
 THRESHOLDS = {"dev": 0.75, "sealed": 0.95, "sealed-b": 0.95, "sealed-c": 0.90, "sealed-d": 0.85, "sealed-e": 0.88}

@@ -804,8 +804,9 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
             stuck = [r for r in silent if r in terminated or (r not in listed and agent)]
             # most ranks must report the wait (a lone waiting rank may be in a subgroup of its
             # own), or the launcher stopped exactly one rank that reported nothing
-            # (half will do when one rank is left that the launcher had to stop: a 2-rank job)
-            if len(reporters) * 2 > len(known) or (len(stuck) == 1 and stuck[0] in terminated
+            # (half will do when one rank is left that the launcher had to stop, or in a 2-rank
+            # job, where the one waiter can only have waited for the other: dev sealed-e-e22)
+            if len(reporters) * 2 > len(known) or (len(stuck) == 1 and (stuck[0] in terminated or len(known) == 2)
                                                    and len(reporters) * 2 >= len(known)):
                 picks = [(r, "missing", f"rank {r} printed no timeout while {_ranks_text(sorted(waiting))} timed out "
                                         f"waiting in a collective"
@@ -825,7 +826,8 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
                                      f"rank {r} is the one rank the launcher saw fail (exit code "
                                      f"{exits[r].get('exitcode')}); its own lines are not in these logs"))
             picks = [(r, "crashed", "")]
-        if not picks and rc and rc.get("rank") is not None and rc["rank"] not in reporters:
+        if (not picks and rc and rc.get("rank") is not None and rc["rank"] not in reporters
+                and rc.get("attempt", 0) == first):
             # the ranks' own lines are not in the inputs: the launcher's word is all there is
             suspects.append(_suspect(rc["rank"], "launcher", res, [dict(rc, grank=rc["rank"])],
                                      f"torchrun's Root Cause block names rank {rc['rank']} (exit code "
