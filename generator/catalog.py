@@ -125,6 +125,8 @@ _KINDS = [
     ("tasks", re.compile(r"^tasks$")),
     ("path", re.compile(r"path|file|dir|fname|folder|checkpoint_id|ckpt", re.I)),
     ("float", re.compile(r"^(float|ratio|fraction|pct|percent)$", re.I)),
+    # a tensor's shape as torch prints it (accelerate's set_module_tensor_to_device names it `shape`)
+    ("shape", re.compile(r"shape", re.I)),
     # a rank is a number below a job's size (no job has a million ranks)
     ("rank", re.compile(r"rank|^first$", re.I)),
     ("int", re.compile(r"^(int|char|ret|rc|res|err|status|[ijknp])$|size|count|num|timeout|port|_ms$|^ms$|sec|second|_id$|^id$|idx|index|"
@@ -133,7 +135,8 @@ _KINDS = [
 ]
 _TYPICAL = {"rank": "3", "int": "3", "hex": "0x7f3a2c000000", "host": "gpu-node-17", "path": "/scratch/u1/run/ckpt.pt",
             "float": "0.75", "time": "2026-12-05T01:02:03", "job": "JOB 4242", "step_id": "StepId=4242.0",
-            "task_word": "task", "tasks": "3", "sockaddr": "10.0.3.4<43210>", "str": "value"}
+            "task_word": "task", "tasks": "3", "sockaddr": "10.0.3.4<43210>", "shape": "torch.Size([4096, 1024])",
+            "str": "value"}
 _RANDOM = {
     "rank": ["0", "1", "7", "511", "131071"],
     "int": ["0", "1", "7", "29500", "600000", "18446744073709551615"],
@@ -147,6 +150,7 @@ _RANDOM = {
     "task_word": ["task", "tasks"],
     "tasks": ["0", "3", "0-7", "1,5"],
     "sockaddr": ["10.0.3.4<43210>", "172.17.0.2<58121>", "fe80::a00:27ff:fe4e:66a1%ib0<49123>"],
+    "shape": ["torch.Size([])", "torch.Size([4096, 1024])", "(3, 4)"],
     "str": ["x", "cuda:0", "AllReduce", "model.layers.3.mlp", "an unexpectedly long value " * 6],
 }
 

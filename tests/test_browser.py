@@ -468,7 +468,15 @@ def test_first_move_is_on_the_first_screen_and_commands_are_not_under_the_copy_b
         for name in order:
             size = sizes[name]
             pg.set_viewport_size(size)
-            pg.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+            # the layout after a resize settles over a few frames (Material reacts to the resize
+            # event; a loaded machine delays it): wait until the first move stays put for 3 frames
+            pg.evaluate("""() => new Promise(done => {
+                const at = () => { const m = document.querySelector('.fdx-first-move');
+                                   return m ? m.getBoundingClientRect().top + ':' + document.body.scrollHeight : ''; };
+                let last = at(), same = 0, frames = 0;
+                const tick = () => { const now = at(); same = now === last ? same + 1 : 0; last = now;
+                                     if (same >= 3 || ++frames > 120) done(); else requestAnimationFrame(tick); };
+                requestAnimationFrame(tick); })""")
             # [step top, step bottom, command top, command bottom] (no command: the step's)
             box = pg.evaluate("""() => { window.scrollTo(0, 0); const m = document.querySelector('.fdx-first-move');
                 const s = m.querySelector('strong').getBoundingClientRect();
