@@ -84,6 +84,18 @@ def test_nested_prefixes():
     assert rest == "RuntimeError: x"
 
 
+def test_a_shippers_host_word_is_read_only_before_a_known_prefix():
+    # "TIMESTAMP HOST [rankN]: ..." as a log shipper writes a job's lines (dev sealed-f-f08): the
+    # rank is the torchrun prefix's, the host the shipper's word
+    meta, rest = parse_prefix("2026-12-05T15:50:43.096Z gpu-host-3 [rank0]: AssertionError: x")
+    assert (meta["rank"], meta["host"], meta.get("rank_from"), rest) == (0, "gpu-host-3", None, " AssertionError: x")
+    meta, rest = parse_prefix("2026-12-05 15:50:44 node-1.cluster.internal E1205 15:50:44.105000 25 api.py:1] failed")
+    assert (meta["host"], meta["pid"], rest) == ("node-1.cluster.internal", 25, "failed")
+    # a message's first word is no host
+    meta, rest = parse_prefix("2026-12-05T15:50:43Z Epoch 3: loss 2.1")
+    assert "host" not in meta and rest == "Epoch 3: loss 2.1"
+
+
 def test_shape_folds_variable_parts():
     a = shape("[rank3]:2024-01-01 10:00:00,001 step 1234 at 0x7f00aa /data/run1/x.pt failed")
     b = shape("[rank9]:2024-02-02 11:11:11,999 step 99 at 0x1234 /other/path.pt failed")

@@ -144,7 +144,13 @@ def _rows(part):
 # wrong attempt, its headline on the victim) was read on 2026-12-05 and moved to dev (now 24/26); in 2 runs (e07, e20, collective
 # mismatches by their manifest) the block is right and faildex is not: a known failure, held strict
 # so that it is noticed when it is fixed (fixing it means reading them: move them to dev first)
-THRESHOLDS = {"dev": 0.75, "sealed": 0.95, "sealed-b": 0.95, "sealed-c": 0.90, "sealed-d": 0.85, "sealed-e": 0.88}
+# sealed-f (36 runs, made by a helper from its own script on 2026-12-05, after the last job-model
+# change): 34/36 (94.4 %), torchrun's block 21/36, none where the block is right and faildex is not;
+# the same with the engine of the session's start (c15f005); measured once. f08 (a miss, found by
+# the one-story test: a shipper's "TIMESTAMP HOST [rankN]:" lines lost their rank) was read and moved
+# to dev; now 34/35 (97.1 %)
+THRESHOLDS = {"dev": 0.75, "sealed": 0.95, "sealed-b": 0.95, "sealed-c": 0.90, "sealed-d": 0.85, "sealed-e": 0.88,
+              "sealed-f": 0.88}
 KNOWN_WORSE = {"sealed-e": "e07 and e20: torchrun's Root Cause block names the culprit and faildex does not"}
 
 

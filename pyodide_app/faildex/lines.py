@@ -23,6 +23,10 @@ _K8S_PREFIX = re.compile(r"\[pod/(?P<pod>[^/\]\s]+)/(?P<container>[^\]\s]+)\] ")
 _SRUN = re.compile(r"\s{0,4}(?P<rank>\d{1,5}): ")
 # torchrun --tee: "[rank3]:" is the global rank; "[default0]:" is role "default", local rank 0
 _TORCHRUN = re.compile(r"\[(?:rank(?P<rank>\d{1,5})|(?P<role>[A-Za-z_]\w{0,30}?)(?P<local_rank>\d{1,5}))\]:")
+# a shipper's "TIMESTAMP HOST message" line: the host word is taken only when a launcher's
+# or a logger's own prefix follows it, so that a message's first word is never read as a host
+_HOST_AFTER_TS = re.compile(r"(?P<host>[A-Za-z][\w-]{0,62}(?:\.[\w-]{1,62}){0,6}) "
+                            r"(?=\[(?:rank\d{1,5}|[A-Za-z_]\w{0,30}?\d{1,5})\]:|[IWEF]\d{4} \d\d:\d\d:\d\d\.)")
 _ISO = re.compile(r"\[?(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)(?P<tz>Z|[+-]\d\d:?\d\d)?\]?[ |,:-]*")
 _SYSLOG = re.compile(r"(?P<mon>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +(?P<day>\d{1,2}) "
                      r"(?P<time>\d\d:\d\d:\d\d) (?P<host>[\w.-]+) (?:[\w./-]{1,64}(?:\[\d+\])?: )?")
@@ -124,6 +128,14 @@ def _unwrap_json(text: str, meta: dict) -> str | None:
     return body.rstrip("\r\n")
 
 
+def _host_after_ts(rest: str, meta: dict) -> str:
+    h = _HOST_AFTER_TS.match(rest)
+    if not h:
+        return rest
+    meta.setdefault("host", h.group("host"))
+    return rest[h.end():]
+
+
 def parse_prefix(text: str) -> tuple[dict, str]:
     """Return ({ts, rank, local_rank, host, pid, device, level}, rest of the line).
     A rank read from the message rather than a launcher's prefix has rank_from "word",
@@ -140,7 +152,7 @@ def parse_prefix(text: str) -> tuple[dict, str]:
         m = _K8S_TS.match(rest)
         if m and "ts" not in meta:
             meta["ts"] = _iso_epoch(m.group("ts"), m.group("tz"))
-            rest = rest[m.end():]
+            rest = _host_after_ts(rest[m.end():], meta)
             continue
         m = _K8S_PREFIX.match(rest)
         if m:
@@ -193,7 +205,7 @@ def parse_prefix(text: str) -> tuple[dict, str]:
         if m and m.end() > 0:
             if "ts" not in meta:
                 meta["ts"] = _iso_epoch(m.group("ts"), m.group("tz"))
-            rest = rest[m.end():]
+            rest = _host_after_ts(rest[m.end():], meta)
             continue
         break
     m = _NCCL.match(rest)
