@@ -519,3 +519,17 @@ def test_the_clis_parallel_scan_gives_the_suspects_of_one_scan(index, tmp_path, 
         assert parts is not None and len(parts) == workers     # it did split
         assert diagnose([str(log)], index, workers=workers)["suspects"] == one, workers
     assert pairs({"suspects": one}) == [[15, "op-mismatch"]]
+
+
+def test_two_disagreeing_dumps_are_settled_by_the_rank_that_received_more(index):
+    # dev r22 (a real 3-rank Gloo job; rank 1 all-reduced float64 where the others used float32):
+    # rank 0 aborted on Gloo's preamble check and wrote no dump; ranks 1 and 2 dumped and disagree
+    run = ROOT / "tests" / "corpus" / "ranks" / "dev" / "r22-logdir-colldtype-w3-fr"
+    logs = [str(p) for p in sorted(run.rglob("*.log"))]
+    dumps = [str(p) for p in sorted((run / "fr").iterdir())]
+    top = diagnose(logs + dumps, index)["suspects"][0]
+    assert (top["rank"], top["kind"]) == (1, "dtype-mismatch") and "more bytes than it expected" in top["why"]
+    # the dumps alone: two ranks that disagree, and nothing says which one is odd
+    loaded = [frdump.load(Path(p).name, Path(p).read_bytes()) for p in dumps]
+    assert not [s for s in frdump.analyze(loaded) if s["kind"].endswith("mismatch")]
+    assert [s["rank"] for s in frdump.analyze(loaded, received_more=[0]) if s["kind"].endswith("mismatch")] == [1]

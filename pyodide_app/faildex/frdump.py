@@ -339,8 +339,31 @@ def _majority(values: dict) -> tuple:
 _SIZES_VARY = re.compile(r"(?i)all_?to_?all|gather|scatter")
 
 
-def analyze(dumps: list[dict]) -> list[dict]:
-    """Suspects from one dump per rank: per process group, align collectives by sequence number."""
+# bytes per element of the dtypes a dump names (c10's ScalarType names)
+_DTYPE_BYTES = {"Float": 4, "Double": 8, "Half": 2, "BFloat16": 2, "Int": 4, "Long": 8, "Short": 2,
+                "Char": 1, "Byte": 1, "Bool": 1, "ComplexFloat": 8, "ComplexDouble": 16, "ComplexHalf": 4}
+
+
+def _nbytes(e: dict) -> int | None:
+    """The bytes of a collective's inputs, or None when a size or dtype is unknown."""
+    sizes, dtypes = e.get("in_sizes"), e.get("in_dtypes")
+    if not isinstance(sizes, list) or not isinstance(dtypes, list) or len(sizes) != len(dtypes) or not sizes:
+        return None
+    total = 0
+    for shape, dt in zip(sizes, dtypes):
+        if dt not in _DTYPE_BYTES or not isinstance(shape, list):
+            return None
+        n = 1
+        for d in shape:
+            n *= int(d)
+        total += n * _DTYPE_BYTES[dt]
+    return total
+
+
+def analyze(dumps: list[dict], received_more=()) -> list[dict]:
+    """Suspects from one dump per rank: per process group, align collectives by sequence number.
+    `received_more`: ranks whose logs say they received more bytes than they expected (Gloo's
+    preamble check), which settles a disagreement between two dumps of other ranks."""
     by_rank: dict[int, dict] = {}
     for d in dumps:
         by_rank.setdefault(d["rank"], d)       # the first dump given for a rank wins
@@ -399,8 +422,21 @@ def analyze(dumps: list[dict]) -> list[dict]:
                     continue    # all-to-all, gathers and scatters take other sizes on each rank
                 values = {r: json.dumps(ranks[r][seq][key]) for r in ranks}
                 usual, odd, tie = _majority(values)
-                if not odd or (tie and len(values) == 2):
-                    continue    # two dumps that disagree: nothing says which is the odd one
+                settled = ""
+                if odd and tie and len(values) == 2:
+                    # two dumps that disagree: nothing says which is the odd one, unless a third
+                    # rank (without a dump) received more bytes than it expected. With one odd
+                    # rank, that third rank sides with the smaller, and the bigger sent it.
+                    sizes = {r: _nbytes(ranks[r][seq]) for r in ranks}
+                    third = sorted(set(received_more) - set(ranks))
+                    if not third or None in sizes.values() or len(set(sizes.values())) < 2:
+                        continue
+                    odd = [max(sizes, key=sizes.get)]
+                    usual = values[min(sizes, key=sizes.get)]
+                    settled = (f" ({sizes[odd[0]]} bytes against {min(sizes.values())}; rank {third[0]}, "
+                               f"which wrote no dump, aborted on receiving more bytes than it expected)")
+                elif not odd:
+                    continue
                 what = {"op": "operation", "in_sizes": "input sizes", "out_sizes": "output sizes",
                         "in_dtypes": "dtypes"}[key]
                 for r in odd:
@@ -408,8 +444,8 @@ def analyze(dumps: list[dict]) -> list[dict]:
                     suspects.append({
                         "rank": r, "kind": kind,
                         "why": f"in {label} collective #{seq}: rank {r} has {what} "
-                               f"{_show(e[key])} where {'the lowest rank' if tie else 'the others'} "
-                               f"have {_show(json.loads(usual))}",
+                               f"{_show(e[key])} where {'the other rank has' if settled else 'the lowest rank has' if tie else 'the others have'} "
+                               f"{_show(json.loads(usual))}{settled}",
                         "evidence": [_evidence(by_rank[r], e)] + [
                             _evidence(by_rank[o], ranks[o][seq]) for o in sorted(ranks) if o not in odd][:1]})
                 found = True

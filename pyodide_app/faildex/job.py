@@ -665,6 +665,9 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
             coll.setdefault(r, e)
         elif r not in own or _by_time([e, own[r]])[0] is e:
             own[r] = e
+    # ranks that aborted on receiving more bytes than they expected (Gloo's preamble check): a
+    # flight-recorder dump of two other ranks that disagree can then tell which is the odd one
+    job["received_more"] = sorted(r for r, e in coll.items() if e["collateral"] == "mismatch")
     # the final report belongs to the last attempt: its exit codes say nothing of the first
     # attempt unless it is the first
     for r, e in exits.items():

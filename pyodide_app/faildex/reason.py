@@ -570,7 +570,8 @@ def build_report(index: dict, sources: list, baseline: list | None = None, artif
         for f in c.defining + c.supporting + c.collateral:
             if "task" in f and f.get("rank") == f["task"] and (f["order"], f["task"]) in nodes:
                 del f["rank"]   # the task number of a node's agent, not the rank that printed the line
-    suspects = find_suspects({"facts": g.facts}, sources, artifacts, index, verdict["suspects"])
+    suspects = find_suspects({"facts": g.facts}, sources, artifacts, index, verdict["suspects"],
+                             received_more=verdict["job"].get("received_more", ()))
     if sources and not verdict["job"]["failed"] and not any(c.evidence for c in g.cands.values()):
         # the logs show a job that did not fail: dumps that differ only in how far each rank
         # had completed (written as each rank finished) name nobody

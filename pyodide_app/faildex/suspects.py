@@ -261,13 +261,13 @@ def is_artifact(head: bytes) -> str | None:
 
 
 def find(report: dict, sources: list, artifacts: Artifacts | None = None, index: dict | None = None,
-         decided: list | None = None) -> list[dict]:
+         decided: list | None = None, received_more=()) -> list[dict]:
     """The suspects of a report: the job model's (decided, job.decide), then what the hang
     lines, flight-recorder and stack dumps add; one per rank, sorted, plain data."""
     found = from_logs(report, sources, index or {}, crashed=next(
         (s["rank"] for s in decided or [] if s["kind"] == "crashed"), None))
     if artifacts is not None:
-        found += frdump.analyze(artifacts.fr)
+        found += frdump.analyze(artifacts.fr, received_more)
         found += stacks.analyze(artifacts.stacks)
     found = [dict(s, evidence=list(s["evidence"]), order=n) for n, s in enumerate(decided or [])] + found
     hosts = _hosts(sources)
