@@ -23,7 +23,7 @@ import faildex
 for m in pkgutil.walk_packages(faildex.__path__, "faildex."):
     if m.name != "faildex.__main__":
         importlib.import_module(m.name)
-import json, pickle  # the worker's glue
+import json, pickle  # faildex.browser, the worker's API, uses them
 sys.path.remove("/tmp/faildex-wheel")
 `);
 writeFileSync(out, gzipSync(py.makeMemorySnapshot(), { level: 6 }));

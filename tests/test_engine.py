@@ -38,7 +38,8 @@ def primary_id(report) -> str | None:
 # Imported inside a function, only where that function needs them: the fleet page's
 # renderer (faildex[fleet]) and the repository tools of a checkout.
 OPTIONAL_IMPORTS = {"fleet.py": {"jinja2", "material"}, "command.py": {"generator"}, "indexfile.py": {"generator"},
-                    "scan.py": {"re2"}}   # faildex[fast]: the prefilter's DFA (scan.RE2_NOTE)
+                    "scan.py": {"re2"},   # faildex[fast]: the prefilter's DFA (scan.RE2_NOTE)
+                    "browser.py": {"js", "pyodide"}}   # only under Pyodide, in the worker (use_js_hit_finder)
 
 
 def test_engine_imports_only_the_standard_library():

@@ -211,3 +211,40 @@ def test_headline_verdict_and_rank_rows_tell_one_story(index):
                 "collective-hang-one-rank-stuck", "collective-mismatch-desync"):
             two.append(f"{name}: headline {p['id']} on rank {seen['rank']}, suspect rank {top['rank']}")
     assert len(cases) > 200 and not two, two
+
+
+def test_a_job_cut_into_ranges_reads_as_the_whole(index):
+    # The CLI's processes and the browser's workers scan a large input in ranges and merge
+    # them (scan.merge_ranges): a traceback or a launcher report cut by a range's end must
+    # read as in the whole input. Every dev run, every input cut at three places, twice.
+    import random
+    from faildex import Diagnosis
+    from bench.which_rank import inputs, load_manifest
+    differ, runs = [], 0
+    for seed, it in [(s, it) for s in (2, 7) for it in load_manifest("dev")]:
+        rng = random.Random(f"{seed}/{it['id']}")
+        paths = [Path(p) for p in inputs(RANKS / "dev" / it["id"], it["files"])]
+        whole, cut = Diagnosis(index), Diagnosis(index)
+        for p in paths:
+            data = p.read_bytes()
+            if p.parent.name == "fr" or not data:
+                for d in (whole, cut):
+                    d.add_dump(p.name, data) if data else None
+                continue
+            whole.feed(str(p), data)
+            whole.close(str(p))
+            points = sorted({data.find(b"\n", rng.randrange(len(data))) + 1 for _ in range(3)} - {0, len(data)})
+            bounds = [0] + points + [len(data)]
+            order = cut.order_of(str(p))
+            parts = []
+            for k in range(len(bounds) - 1):
+                part = cut.scan_range(str(p), bounds[k], data[max(0, bounds[k] - 8192):bounds[k]])
+                part.order = order
+                part.feed(data[bounds[k]:bounds[k + 1]])
+                parts.append(part.end_range(k == len(bounds) - 2))
+            cut.adopt_ranges(str(p), parts)
+        a, b = whole.report(), cut.report()
+        runs += 1
+        if (a["verdict"], [s["rank"] for s in a["suspects"]]) != (b["verdict"], [s["rank"] for s in b["suspects"]]):
+            differ.append(f"{it['id']} (seed {seed}): {a['verdict']!r} vs {b['verdict']!r}")
+    assert runs > 100 and not differ, differ

@@ -87,6 +87,10 @@ class Diagnosis:
             table[name] = Source(name, order, self.plan, collect_shapes=self.baseline_mode)
         return table[name]
 
+    def order_of(self, name: str) -> int:
+        """Input `name`'s place among the inputs (the order its findings are told in)."""
+        return self._source(name, False).order
+
     def feed(self, name: str, chunk: bytes, baseline: bool = False) -> None:
         self._source(name, baseline).feed(bytes(chunk))
 

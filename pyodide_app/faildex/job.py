@@ -200,7 +200,9 @@ class JobLines:
             s = self._stream(meta)
             # the final report belongs to the last attempt, which ended with the exit line before it
             self.block = {"stream": s, "meta": meta, "section": None, "item": None, "lines": 0,
-                          "attempt": max(self.attempts.get(s, 1) - 1, 0)}
+                          # -1 when this range saw no exit line of the stream: the range before
+                          # did (merge adds its count; decide makes a -1 left over 0)
+                          "attempt": self.attempts.get(s, 0) - 1}
             return
         m = _TERMINATE.search(rest) if "terminate called" in rest else None
         if m:
@@ -208,27 +210,8 @@ class JobLines:
             if e is not None:
                 self.open_tb[self._key(meta)] = e
             return
-        if self.open_tb:
-            key = self._key(meta)
-            e = self.open_tb.get(key)
-            if e is not None and e.get("native"):
-                if body.startswith("what():"):
-                    e.update(msg=body[7:].strip()[:300], what_line=line_no)
-                del self.open_tb[key]
-                return
-            # a launcher prefix ("[rank2]: ") leaves one space before the message
-            lead = rest[1:] if rest[:1] == " " and rest is not text else rest
-            if e is not None and lead[:1] not in (" ", "\t") and body:
-                m = _EXC_LINE.match(body)
-                if m and not body.startswith(("File ", "During handling", "The above exception")):
-                    e.update(line=line_no, text=text[:500], exc=m.group("name").rsplit(".", 1)[-1],
-                             msg=(m.group("msg") or "")[:300], header_line=e["line"])
-                    for k in ("ts",):
-                        if k in meta:
-                            e[k] = meta[k]
-                    del self.open_tb[key]
-                    self._names(rest, meta, line_no, text)    # a check's error names the rank
-                    return
+        if self.open_tb and self._complete_traceback(text, meta, rest, body, line_no):
+            return
         if "failed (exitcode:" in rest:
             m = _EXIT.search(rest)
             if m:
@@ -260,6 +243,31 @@ class JobLines:
             self._event("fatal", meta, line_no, text, what=m.group("what"))
             return
         self._ras(rest, meta, line_no, text)
+
+    def _complete_traceback(self, text: str, meta: dict, rest: str, body: str, line_no: int) -> bool:
+        """The line that ends an open traceback of the line's origin (its exception line, or a
+        native abort's what()); True when it was one."""
+        key = self._key(meta)
+        e = self.open_tb.get(key)
+        if e is not None and e.get("native"):
+            if body.startswith("what():"):
+                e.update(msg=body[7:].strip()[:300], what_line=line_no)
+            del self.open_tb[key]
+            return True
+        # a launcher prefix ("[rank2]: ") leaves one space before the message
+        lead = rest[1:] if rest[:1] == " " and rest is not text else rest
+        if e is not None and lead[:1] not in (" ", "\t") and body:
+            m = _EXC_LINE.match(body)
+            if m and not body.startswith(("File ", "During handling", "The above exception")):
+                e.update(line=line_no, text=text[:500], exc=m.group("name").rsplit(".", 1)[-1],
+                         msg=(m.group("msg") or "")[:300], header_line=e["line"])
+                for k in ("ts",):
+                    if k in meta:
+                        e[k] = meta[k]
+                del self.open_tb[key]
+                self._names(rest, meta, line_no, text)    # a check's error names the rank
+                return True
+        return False
 
     def _ras(self, rest: str, meta: dict, line_no: int, text: str) -> None:
         """NCCL RAS's report: ranks it misses, and operation counts that differ."""
@@ -360,21 +368,65 @@ class JobLines:
 
     # ------------------------------------------------------------ ranges
 
-    def merge(self, other: "JobLines", shift: int) -> None:
-        """Append the events of the next range of the same input. A traceback whose
-        exception line is in the next range keeps its header as the error."""
+    def carry_over(self, lines: list[str], shift: int) -> set:
+        """The first lines of the next range (numbered from shift + 1) finish what this range
+        left open: a traceback waiting for its exception line, a launcher report. Nothing
+        else is taken from them (the next range's own scan read them). Returns the lines that
+        belong to the report: the next range, which did not know it was inside one, may have
+        read them as something else (merge drops that)."""
+        in_report: set = set()
+        for i, raw in enumerate(lines, 1):
+            if not (self.open_tb or self.block is not None):
+                break
+            line_no = shift + i
+            text = strip_ansi(raw).rstrip("\r\n")
+            meta, rest = parse_prefix(text)
+            body = rest.strip()
+            if self.block is not None and self._block_line(self.block, body, meta, line_no):
+                in_report.add(line_no)
+                continue
+            if "ChildFailedError" in rest:
+                # the launcher's own traceback ends here; the next range read the report after it
+                wrapper = self.open_tb.pop(self._key(meta), None)
+                if wrapper is not None:
+                    wrapper["kind"] = "agent-traceback"
+                continue
+            if self.open_tb:
+                self._complete_traceback(text, meta, rest, body, line_no)
+                for key in [k for k, e in self.open_tb.items() if line_no - e["line"] > TRACEBACK_LINES]:
+                    del self.open_tb[key]
+        return in_report
+
+    def merge(self, other: "JobLines", shift: int, in_report: set = frozenset()) -> None:
+        """Append the events of the next range of the same input (carry_over first: a
+        traceback or report this range left open ends in the next one's first lines)."""
         room = max(MAX_EVENTS - len(self.events), 0)
-        for e in other.events[:room]:
+        copies = {}          # the other range's events -> their copies here (what is still open)
+        base = dict(self.attempts)   # attempts seen before the other range
+        kept = [e for e in other.events if e.get("header_line", e["line"]) + shift not in in_report]
+        for e in kept[:room]:
             c = dict(e, line=e["line"] + shift)
             if "header_line" in e:
                 c["header_line"] = e["header_line"] + shift
             c["attempt"] = e["attempt"] + (self.attempts.get(e.get("stream"), 0) if not self.logdir else 0)
             self.events.append(c)
-        self.dropped += other.dropped + max(len(other.events) - room, 0)
+            copies[id(e)] = c
+        self.dropped += other.dropped + max(len(kept) - room, 0)
         for s, n in other.attempts.items():
             self.attempts[s] = self.attempts.get(s, 0) + n
         self.agent = self.agent or other.agent
-        self.open_tb, self.block = other.open_tb, other.block
+        # a traceback still open here waits on in the next range, unless its origin opened another
+        for k, e in other.open_tb.items():
+            if id(e) in copies:
+                self.open_tb[k] = copies[id(e)]
+        # a report that opened in the other range goes on (its item: the copy here); one open
+        # here that carry_over() did not see end goes on through the other range
+        # (the report carry_over() read on into the other range is the one the other range
+        # found inside it: this one's, which read it from its start, stays)
+        if other.block is not None and not (in_report and self.block is not None):
+            s = other.block["stream"]
+            self.block = dict(other.block, item=copies.get(id(other.block["item"])),
+                              attempt=other.block["attempt"] + (base.get(s, 0) if not self.logdir else 0))
 
 
 # ---------------------------------------------------------------- deciding
@@ -514,6 +566,10 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
     entry's defining signature matched ({source, order, line, text, entry, rank?, ts?}),
     each the own failure of the rank that printed it; waiting: ranks that the watchdog or
     collective-timeout lines show waiting (suspects.HangLines)."""
+    for j in jobs:
+        for e in j.events:
+            if e["attempt"] < 0:
+                e["attempt"] = 0     # a launcher report with no exit line before it
     res = _Resolver(jobs, source_ranks)
     events = []
     ends: dict = {}        # (order, stream) -> lines where an attempt ended

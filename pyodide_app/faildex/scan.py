@@ -17,9 +17,10 @@ import re
 
 from . import context
 from .lines import fold, parse_prefix, strip_ansi
-from .job import JOB_ANCHORS, JobLines
+from .job import JOB_ANCHORS, TRACEBACK_LINES, JobLines
 from .suspects import FRAME_BYTES, SCAN_ANCHORS, HangLines
 
+HEAD_LINES_BYTES = 256 << 10   # bytes of a range's start read for the lines that end the range before's
 WINDOW = 4096            # bytes kept on each side of a hit inside a very long line
 MAX_CARRY = 1 << 20      # a partial line longer than this is scanned in windows
 HEAD_BYTES = 2 << 20     # context (versions, launcher) is read from every line here
@@ -208,6 +209,9 @@ class Source:
         self.pending: list[dict] = []   # findings still waiting for lines after them
         self.ended_cr = False           # the last buffer ended in \r (a \n may follow)
         self.first_lines: list[str] | None = None  # first lines of this scan (parallel merge)
+        # a range's first lines, which may end a traceback or a launcher report that the
+        # range before left open (merge_ranges: JobLines.carry_over)
+        self.head_lines: list[str] | None = None
         self._end = 0
         self._final = False
         self.status = "ok"
@@ -323,6 +327,9 @@ class Source:
         self._end, self._final = end, final
         if self.first_lines is None:
             self.first_lines = _complete_lines(buf[:min(end, 4 * WINDOW)], final)[:CONTEXT_LINES]
+            # whole lines (a shipper's JSON line cut short is no JSON)
+            self.head_lines = (_complete_lines(buf[:min(end, HEAD_LINES_BYTES)], final, 8192)[:TRACEBACK_LINES]
+                               if self.offset > 0 else [])
         if self.pending:
             self._complete_pending(buf, end, final)
         if self.hang.wants_following():
@@ -809,8 +816,9 @@ def _line_end(buf: bytes, pos: int, limit: int) -> int:
 _SPLIT = re.compile(rb"\r\n|\n|\r")
 
 
-def _complete_lines(region: bytes, final: bool = False) -> list[str]:
-    """The lines of region; the last piece counts only when final (it may be cut)."""
+def _complete_lines(region: bytes, final: bool = False, width: int = 300) -> list[str]:
+    """The lines of region, each cut at width characters; the last piece counts only when
+    final (it may be cut)."""
     if not region:
         return []
     parts = _SPLIT.split(region)
@@ -819,7 +827,7 @@ def _complete_lines(region: bytes, final: bool = False) -> list[str]:
             parts.pop()
     else:
         parts = parts[:-1]
-    return [strip_ansi(x.decode("utf-8", "replace"))[:300] for x in parts]
+    return [strip_ansi(x.decode("utf-8", "replace"))[:width] for x in parts]
 
 
 def merge_ranges(parts: list[Source]) -> Source:
@@ -831,7 +839,7 @@ def merge_ranges(parts: list[Source]) -> Source:
         head.pending = part.pending
         shift = head.lines
         head.hang.merge(part.hang, shift)
-        head.job.merge(part.job, shift)
+        head.job.merge(part.job, shift, head.job.carry_over(part.head_lines or [], shift))
         for kept in part.findings.values():
             for f in kept:
                 f["line"] += shift

@@ -27,143 +27,6 @@ let api = null;
 let cancelled = false;
 let busy = false;
 
-const GLUE = `
-import json
-import pickle
-from pyodide.ffi import to_js
-from faildex import Diagnosis, DumpError, load_index
-from faildex.suspects import is_artifact
-from faildex.render import to_markdown, redact, fact_label
-
-import js
-from faildex import scan as _scan
-
-# The anchors are found by JavaScript (see faildex.scan.set_hit_finder and faildexHits
-# below): the same anchors, the same lines, several times faster than sre here.
-def _js_hit_finder(anchors):
-    automaton = js.faildexAnchors(to_js(b"\\n".join(anchors)))
-    def find(buf, end, begin):
-        return js.faildexHits(buf, begin, end, automaton).to_py()
-    return find
-
-_scan.set_hit_finder(_js_hit_finder)
-
-_index = None
-_d = None
-_part = None
-_parts = {}
-
-_category = {}
-
-def init(index_text):
-    global _index, _category
-    raw = json.loads(index_text)
-    _category = {k: e.get("category") for k, e in raw["entries"].items()}
-    _index = load_index(raw)
-    start()
-
-# one range of a large file (any worker): Diagnosis.scan_range, the CLI's own API
-def part_start(name, order, offset, prev):
-    global _part
-    _part = _d.scan_range(name, offset, prev.to_bytes())
-    _part.order = order
-
-def part_feed(buf):
-    _part.feed(buf.to_bytes())
-
-def part_finish(is_last):
-    return to_js(pickle.dumps(_part.end_range(is_last), protocol=5))
-
-# the main worker puts the parts back together
-def order_of(name):
-    return _d._source(name, False).order
-
-def part_adopt(name, k, buf):
-    _parts.setdefault(name, []).append((k, pickle.loads(buf.to_bytes())))
-
-def parts_merge(name):
-    _d.adopt_ranges(name, [p for _, p in sorted(_parts.pop(name), key=lambda kp: kp[0])])
-
-def start():
-    global _d
-    _d = Diagnosis(_index)
-
-def prepare():
-    _d.plan.prepare()
-    # One small scan of made-up lines, most healthy and some holding anchors: a worker
-    # started from the snapshot has run none of the engine's WebAssembly, and V8 compiles
-    # a function for speed only once it has run a while. Measured 2026-12-04 on a 105 MB
-    # log of bench/profiles.py's nccl-info dropped 3 s after the workers were ready: first scan 0.98 -> 0.89 s
-    # (median of 4 pages; the second scan 0.76-0.78 s either way).
-    healthy = b"\\n".join(b"[rank%d]:[2026-12-04 10:00:00] step %d loss 2.31 lr 1e-4 grad_norm 0.9" % (i % 8, i)
-                         for i in range(40000))
-    anchored = b"\\n".join(sorted(_d.plan.sigs_by_anchor)[:200])
-    warm = Diagnosis(_index)
-    for part in (healthy, anchored, healthy):
-        warm.feed("warm-up.log", part + b"\\n")
-    warm.close("warm-up.log", None)
-    warm.report()
-
-def feed(name, buf):
-    _d.feed(name, buf.to_bytes())
-
-def close(name, truncated):
-    _d.close(name, truncated or None)
-
-# flight-recorder and stack dumps are read whole, as bytes (a pickle is not text)
-def dump_kind(head):
-    return is_artifact(head.to_bytes()) or ""
-
-def add_dump(name, buf):
-    try:
-        _d.add_dump(name, buf.to_bytes())
-        return ""
-    except DumpError as err:
-        return str(err)
-
-def share_payload(r):
-    keep = {
-        "v": 1,
-        "primary": r["primary"] and {k: r["primary"].get(k) for k in ("id", "title", "confidence", "why", "url",
-                                                                       "band")},
-        "alternatives": [{k: a.get(k) for k in ("id", "title", "confidence", "why", "url", "band")}
-                         for a in r["alternatives"][:5]],
-        "collateral": [{k: c[k] for k in ("id", "title", "count", "ranks", "url")} for c in r["collateral"][:8]],
-        "evidence": [{k: e.get(k) for k in ("role", "entry", "source", "line", "text", "rank", "url")}
-                     for e in r["evidence"][:6]],
-        "facts": {k: v for k, v in r["facts"].items() if k not in ("hosts", "ranks")},
-        "missing": r["missing"],
-        "next_action": r["next_action"],
-        "suspects": [{k: s[k] for k in ("rank", "rank_scope", "pg", "host", "kind", "why") if k in s} for s in r["suspects"][:8]],
-        "inputs": [{"name": i["name"], "status": i["status"], "messages": i["messages"]} for i in r["inputs"]],
-        "labels": {k: fact_label(k) for k in set(r["facts"]) | {m["fact"] for m in r["missing"]}},
-    }
-    return redact(json.dumps(keep, sort_keys=True), r["facts"].get("hosts", []))
-
-EXCERPT_MAX = 3000   # characters of log in a new-entry link (a URL of ~8 kB at most)
-
-def excerpt(r):
-    """The unmatched log's error lines with their context, redacted: the first example
-    of a new entry ("add this failure to faildex")."""
-    u = r.get("unmatched") or {}
-    lines = []
-    for f in (u.get("first_error"), u.get("last_exception")):
-        if f:
-            block = f.get("before", []) + [f["text"]] + f.get("after", [])
-            lines += [x for x in block if x not in lines]
-    text = "\\n".join(lines)[-EXCERPT_MAX:]
-    return redact(text, r["facts"].get("hosts", [])) if text else ""
-
-def finish():
-    r = _d.report()
-    keys = set(r["facts"]) | {m["fact"] for m in r["missing"]}
-    return json.dumps({"report": r, "markdown": to_markdown(r, redact_it=True),
-                       "share": share_payload(r), "excerpt": excerpt(r),
-                       "categories": {n["id"]: _category.get(n["id"]) for n in
-                                      (r.get("unmatched") or {}).get("nearest", [])},
-                       "labels": {k: fact_label(k) for k in keys}})
-`;
-
 // The prefilter's anchor search, for the Python engine (faildex.scan.set_hit_finder):
 // anchors.mjs's automaton, held by the Python side (the Plan keeps one per anchor set),
 // so that it lives as long as the plan that uses it.
@@ -210,11 +73,10 @@ async function boot() {
   const started = await Promise.race([startPyodide(manifest), timeout]);
   py = started.py;
   const indexText = await (await fetch(new URL(manifest.index, HERE))).text();
-  py.runPython(GLUE);
-  api = {};
-  for (const f of ["init", "prepare", "start", "feed", "close", "finish", "part_start", "part_feed", "part_finish",
-    "order_of", "part_adopt", "parts_merge", "dump_kind", "add_dump"]) api[f] = py.globals.get(f);
-  api.init(indexText);
+  // the engine's browser API (faildex/browser.py): this file only moves bytes and messages
+  const browser = py.pyimport("faildex.browser");
+  browser.use_js_hit_finder();
+  api = browser.Session(indexText);
   postMessage({ type: "ready", ms: Math.round(performance.now() - t0), pyodide: manifest.pyodide,
                 snapshot: started.snapshot });
   api.prepare();   // while the reader picks a file: what the first scan would compile
@@ -324,8 +186,15 @@ async function scanRange(file, name, order, start, end, isLast, onProgress) {
     engineMs += performance.now() - t;
     onProgress(Math.min(off + CHUNK, end) - start);
   }
-  const proxy = api.part_finish(isLast);
-  return proxy;
+  // Python's bytes, copied out of Pyodide's memory to be posted to the main worker
+  const part = api.part_finish(isLast);
+  const view = part.getBuffer("u8");
+  try {
+    return view.data.slice();
+  } finally {
+    view.release();
+    part.destroy();
+  }
 }
 
 // A plain file: one range per ready worker (a single range when none is, or the file
