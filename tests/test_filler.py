@@ -132,12 +132,9 @@ def test_template_boilerplate_is_caught(tmp_path):
     """A sentence written by the template lands on every entry page: the check fails."""
     templates = tmp_path / "site_template"
     shutil.copytree(REPO / "site_template", templates)
-    entry_tpl = templates / "pages" / "entry.md.j2"
-    text = entry_tpl.read_text()
-    anchor = '{% elif sec.anchor == "root-cause" %}\n'
-    assert anchor in text
-    entry_tpl.write_text(text.replace(
-        anchor, anchor + "\n<p>Loss curves become non-monotonic and throughput drops for a while.</p>\n"))
+    section_tpl = templates / "pages" / "sections" / "root-cause.md.j2"
+    text = section_tpl.read_text()
+    section_tpl.write_text(text + "\n<p>Loss curves become non-monotonic and throughput drops for a while.</p>\n")
     root = make_root(tmp_path / "root", FIXTURES / "site_entries")
     b = G.build(root, template_dir=templates)
     pages = {}

@@ -169,3 +169,32 @@ def test_the_checkouts_index_cache_is_keyed_on_the_engine_too(tmp_path):
     finally:
         os.utime(engine, ns=(st.st_atime_ns, st.st_mtime_ns))
     assert _source_digest(ROOT) == before
+
+
+def contributing_block(marker: str) -> str:
+    """The fenced block after `<!-- replayed by ...: marker -->` in CONTRIBUTING.md."""
+    text = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    at = text.index(f"<!-- replayed by tests/test_rules.py: {marker} -->")
+    start = text.index("\n", text.index("```", at)) + 1
+    return text[start:text.index("\n```", start)]
+
+
+def test_contributings_worked_example_of_a_scoring_rule_runs_as_written(monkeypatch):
+    # the block is executed in reason's own namespace, as if pasted into reason.py
+    namespace = dict(vars(reason))
+    exec(contributing_block("a new scoring rule"), namespace)
+    new = namespace["RULES"][-1]
+    monkeypatch.setattr(reason, "RULES", namespace["RULES"])
+    monkeypatch.setitem(globals(), "RULES", namespace["RULES"])     # score() looks rules up here
+    for name, value in new.constants:
+        monkeypatch.setattr(reason, name, value, raising=False)
+    assert new.name == "repeated" and new.name in [r.name for r in reason.RULES]
+    many = cand("many", defining=[finding(line=n) for n in (1, 2, 3)])
+    many.reports = 3
+    once = cand("once", defining=[finding(line=9)])
+    once.reports = 1
+    score("repeated", [many, once])
+    assert parts(many) == {"REPEATED": 0.02} and parts(once) == {}
+    assert "3 lines report it" in many.why()
+    # the README's table picks it up (and would ask for the new row)
+    assert "| repeated | `REPEATED` +0.02 | A cause that 3 or more lines report. |" in reason.rules_table()

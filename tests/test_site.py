@@ -669,3 +669,36 @@ def test_one_colour_code_pattern_for_engine_validator_and_paste_box():
     js = (REPO / "site_template/static/assets/faildex/find.js").read_text()
     assert f"var ANSI = /{lines.ANSI.pattern}/g;" in js
     assert text.log_lines("\x1b]0;train\x07\x1b[?25lRuntimeError: x") == ["RuntimeError: x"]
+
+
+def test_every_page_section_has_its_partial_and_every_partial_a_section():
+    partials = {p.name.removesuffix(".md.j2") for p in (REPO / "site_template" / "pages" / "sections").glob("*.md.j2")}
+    assert partials == {sec.anchor for sec in S.ENTRY_SECTIONS}
+
+
+def _contributing_block(marker: str) -> str:
+    text = (REPO / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    at = text.index(f"<!-- replayed by tests/test_site.py: {marker} -->")
+    start = text.index("\n", text.index("```", at)) + 1
+    return text[start:text.index("\n```", start)]
+
+
+def test_contributings_worked_example_of_a_page_section_builds_as_written(tmp_path, monkeypatch, entries):
+    # the registry line and the partial, exactly as CONTRIBUTING.md shows them
+    line = _contributing_block("a new page section (the registry line)")
+    section = eval(line.strip().rstrip(","), {"Section": S.Section})
+    templates = tmp_path / "site_template"
+    shutil.copytree(REPO / "site_template", templates)
+    partial = _contributing_block("a new page section (site_template/pages/sections/systems.md.j2)")
+    (templates / "pages" / "sections" / f"{section.anchor}.md.j2").write_text(partial + "\n", encoding="utf-8")
+    # after "Related", as a contributor would place it
+    at = [s.anchor for s in S.ENTRY_SECTIONS].index("related") + 1
+    monkeypatch.setattr(S, "ENTRY_SECTIONS", S.ENTRY_SECTIONS[:at] + (section,) + S.ENTRY_SECTIONS[at:])
+    b = G.SiteBuild(REPO, entries, template_dir=templates)
+    G.entry_pages(b)
+    page = b.files["entries/nccl-watchdog-timeout.md"]
+    headings = re.findall(r"^## (.+)$", page.content, re.M)
+    assert headings[headings.index("Related") + 1] == "Systems"
+    block = next(x for x in page.blocks if 'class="fdx-systems"' in x)
+    entry = b.by_id["nccl-watchdog-timeout"]
+    assert block.count("<li><a href=") == len(entry.systems) >= 2
