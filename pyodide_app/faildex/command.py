@@ -3,6 +3,7 @@
     faildex diagnose LOG...            name the failure (faildex diagnose --help)
     faildex triage PATH... -o OUT      one JSON line per job, in parallel, resumable
     faildex fleet report LINES... -o DIR   the fleet page (needs faildex[fleet])
+    faildex run [--triage F] -- CMD... run a job; when it fails, say why at its log's end
     faildex --version                  release, index digest, entry count
 
 Installed from the wheel, the index of the release is bundled inside. In a
@@ -21,7 +22,7 @@ from .indexfile import BUNDLED_INDEX, checkout_root, index_path
 from .scan import prefilter_name
 
 REPO_TOOLS = ("validate", "new", "schema", "index")
-ENGINE_COMMANDS = ("diagnose", "triage", "fleet")
+ENGINE_COMMANDS = ("diagnose", "triage", "fleet", "run")
 
 
 def _pop_index(argv: list[str]) -> tuple[list[str], str | None]:
@@ -72,9 +73,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{prog}: unknown command {cmd!r}; one of: "
               f"{', '.join(ENGINE_COMMANDS + REPO_TOOLS)} (faildex --help)", file=sys.stderr)
         return 2
-    if any(a in ("-h", "--help") for a in rest):
-        return _run(cmd, rest, None)
-    rest, chosen = _pop_index(rest)
+    # `run`: what follows "--" is the job's own command line, its flags not ours
+    mine, theirs = (rest[:rest.index("--")], rest[rest.index("--"):]) if cmd == "run" and "--" in rest else (rest, [])
+    if any(a in ("-h", "--help") for a in mine):
+        return _run(cmd, mine, None)
+    rest, chosen = _pop_index(mine)
+    rest += theirs
     if cmd == "fleet":      # aggregates lines: no index needed
         return _run(cmd, rest, None)
     try:
@@ -92,6 +96,9 @@ def _run(cmd: str, rest: list[str], path: str | None) -> int:
     if cmd == "triage":
         from .triage import main as triage_main
         return triage_main(rest, index_path=path)
+    if cmd == "run":
+        from .run import main as run_main
+        return run_main(rest, index_path=path)
     from .fleet import main as fleet_main
     return fleet_main(rest)
 
