@@ -153,3 +153,49 @@ def test_fleet_unreadable_input_is_one_line(tmp_path, capsys):
     assert fleet.main(["report", str(tmp_path / "missing.jsonl"), "-o", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "missing.jsonl" in err
+
+
+def test_fleet_metrics_are_prometheus_text_a_textfile_collector_reads(tmp_path, capsys):
+    lines = [
+        _line("1", "gpu-fell-off-bus", ["n1", "n2"], ev_host="n2"),
+        _line("2", "gpu-fell-off-bus", ["n2", "n3"], ev_host="n2", ended="2026-12-01T08:00:00Z"),
+        _line("3", "cuda-out-of-memory", ['odd"host\\name'], ended="2026-12-01T09:00:00Z"),
+        _line("4", None, ["n1"]),
+    ]
+    src = tmp_path / "a.jsonl"
+    src.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    out = tmp_path / "faildex.prom"
+    assert fleet.main(["metrics", str(src), "-o", str(out)]) == 0
+    text = out.read_text()
+    assert not list(tmp_path.glob(".*.tmp"))                       # written beside, renamed over
+    # every sample line: name{label="value",...} number, each family with HELP and TYPE first
+    sample = re.compile(r'^(faildex_\w+)(\{(?:\w+="(?:[^"\\]|\\.)*",?)*\})? -?\d+(?:\.\d+)?$')
+    families = []
+    for line in text.splitlines():
+        if line.startswith("# HELP "):
+            families.append(line.split()[2])
+        elif line.startswith("# TYPE "):
+            assert line.split()[2:] == [families[-1], "gauge"]
+        else:
+            m = sample.match(line)
+            assert m and m.group(1) == families[-1], line
+    samples = {l.rsplit(" ", 1)[0]: float(l.rsplit(" ", 1)[1]) for l in text.splitlines() if not l.startswith("#")}
+    assert samples['faildex_jobs{outcome="known"}'] == 3 and samples['faildex_jobs{outcome="clean"}'] == 1
+    assert samples['faildex_failures{entry="gpu-fell-off-bus",category="cuda",severity="critical"}'] == 2
+    assert samples['faildex_host_failures{host="n2",entry="gpu-fell-off-bus"}'] == 2
+    assert samples['faildex_host_failures{host="odd\\"host\\\\name",entry="cuda-out-of-memory"}'] == 1
+    assert samples['faildex_failures_by_day{day="2026-12-01",entry="gpu-fell-off-bus"}'] == 1
+    assert samples['faildex_drain_candidate_score{host="n2"}'] == 2
+    assert samples["faildex_hosts_seen"] == 4
+    # to stdout without -o
+    assert fleet.main(["metrics", str(src)]) == 0
+    assert capsys.readouterr().out == text
+
+
+def test_a_fleet_whose_logs_name_no_host_is_not_shown_as_all_clear(tmp_path):
+    src = tmp_path / "a.jsonl"
+    src.write_text("".join(json.dumps(_line(str(n), "gpu-ecc-error")) + "\n" for n in range(3)))
+    assert fleet.main(["report", str(src), "-o", str(tmp_path / "page")]) == 0
+    html = (tmp_path / "page" / "index.html").read_text()
+    assert "name no host" in html and "not an all-clear" in html
+    assert "No host appears in" not in html

@@ -1,6 +1,7 @@
 """`faildex fleet report`: the fleet page from the JSON lines of `faildex triage`.
 
     faildex fleet report triage.jsonl more/*.jsonl -o fleet/    ->  fleet/index.html
+    faildex fleet metrics triage.jsonl -o /var/lib/node_exporter/faildex.prom
 
 One static page with the site's look (the site's Jinja2 template and CSS, the
 mkdocs-material theme's stylesheet): failures by class and by week, and the hosts
@@ -83,6 +84,8 @@ def aggregate(paths: list[str], warn=lambda msg: None) -> dict:
     classes: Counter = Counter()
     meta: dict[str, dict] = {}
     weeks: dict[str, Counter] = defaultdict(Counter)
+    days: dict[str, Counter] = defaultdict(Counter)
+    host_classes: dict[str, Counter] = defaultdict(Counter)
     week_jobs: Counter = Counter()
     outcomes: Counter = Counter()
     host_jobs: Counter = Counter()
@@ -103,6 +106,9 @@ def aggregate(paths: list[str], warn=lambda msg: None) -> dict:
         eid = p["id"]
         classes[eid] += 1
         weeks[week][eid] += 1
+        days[(item.get("ended") or "unknown")[:10]][eid] += 1
+        for h in set(hosts):
+            host_classes[h][eid] += 1
         meta.setdefault(eid, {k: p.get(k, "") for k in ("title", "category", "severity", "url")})
         if eid not in HARDWARE_ENTRIES:
             continue
@@ -131,6 +137,8 @@ def aggregate(paths: list[str], warn=lambda msg: None) -> dict:
     return {"jobs": len(last), "outcomes": dict(outcomes), "classes": classes.most_common(),
             "meta": meta, "weeks": {w: dict(c) for w, c in weeks.items()},
             "week_jobs": dict(week_jobs), "drain": drain, "hosts_seen": len(host_jobs),
+            "days": {d: dict(c) for d, c in days.items()},
+            "host_classes": {h: dict(c) for h, c in host_classes.items()},
             "hardware_failures": sum(classes[e] for e in HARDWARE_ENTRIES),
             "digests": digests.most_common()}
 
@@ -189,6 +197,54 @@ def render(agg: dict, out_dir: Path, site: str = SITE, sources: list[str] = ()) 
     return page
 
 
+METRICS_DAYS = 30          # days of per-day counts in the metrics (a label value each)
+
+
+def _label(value) -> str:
+    """A label value in Prometheus' text format: backslash, quote and newline escaped."""
+    return str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def metrics(agg: dict) -> str:
+    """The counters as Prometheus text (what node_exporter's textfile collector reads): jobs
+    by outcome, failures by class, by host and class, by day and class (the last
+    METRICS_DAYS days seen), and the drain candidates' scores."""
+    out = []
+
+    def family(name: str, help_: str, samples) -> None:
+        out.append(f"# HELP {name} {help_}")
+        out.append(f"# TYPE {name} gauge")
+        for labels, value in samples:
+            body = ",".join(f'{k}="{_label(v)}"' for k, v in labels)
+            out.append(f"{name}{{{body}}} {value}" if body else f"{name} {value}")
+
+    family("faildex_jobs", "Jobs in the triage lines read, by outcome (a job triaged again counts once).",
+           [((("outcome", o),), n) for o, n in sorted(agg["outcomes"].items())])
+    meta = agg["meta"]
+    family("faildex_failures", "Failed jobs by the failure faildex named (its entry).",
+           [((("entry", e), ("category", meta[e].get("category", "")), ("severity", meta[e].get("severity", ""))), n)
+            for e, n in sorted(agg["classes"])])
+    family("faildex_host_failures", "Failed jobs that ran on a host, by entry.",
+           [((("host", h), ("entry", e)), n) for h in sorted(agg["host_classes"])
+            for e, n in sorted(agg["host_classes"][h].items())])
+    recent = sorted(d for d in agg["days"] if d != "unknown")[-METRICS_DAYS:]
+    family("faildex_failures_by_day", f"Failed jobs by the day they ended (UTC; the last {METRICS_DAYS} days seen), by entry.",
+           [((("day", d), ("entry", e)), n) for d in recent for e, n in sorted(agg["days"][d].items())])
+    family("faildex_drain_candidate_score", "Hosts in repeated hardware failures: the jobs that blame them "
+                                            "(a line naming the host counts 1, else shared among the job's hosts).",
+           [((("host", h["host"]),), h["score"]) for h in agg["drain"]])
+    family("faildex_hosts_seen", "Hosts named by the triage lines read (0: the logs named none).",
+           [((), agg["hosts_seen"])])
+    return "\n".join(out) + "\n"
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write beside the file and rename over it: a reader (the textfile collector) never sees half."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="faildex fleet", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -197,6 +253,9 @@ def main(argv: list[str]) -> int:
     p.add_argument("-o", "--output", required=True, metavar="DIR", help="folder for index.html")
     p.add_argument("--site", default=SITE, help=f"where entry links point (default {SITE})")
     p.add_argument("--json", action="store_true", help="also write fleet.json (the counters)")
+    m = sub.add_parser("metrics", help="write the counters as Prometheus text (node_exporter's textfile collector)")
+    m.add_argument("lines", nargs="+", metavar="LINES.jsonl")
+    m.add_argument("-o", "--output", metavar="FILE.prom", help="write here, atomically (default: stdout)")
     try:
         args = ap.parse_args(argv)
     except SystemExit as e:
@@ -207,6 +266,21 @@ def main(argv: list[str]) -> int:
         warnings.append(msg)
         if len(warnings) <= 5:
             print(f"faildex fleet: {msg}", file=sys.stderr)
+
+    if args.cmd == "metrics":
+        try:
+            text = metrics(aggregate(args.lines, warn))
+            if args.output:
+                write_atomically(Path(args.output), text)
+            else:
+                sys.stdout.write(text)
+        except FleetError as err:
+            print(f"faildex fleet: {err}", file=sys.stderr)
+            return 2
+        except OSError as err:
+            print(f"faildex fleet: {args.output}: {err.strerror or err}", file=sys.stderr)
+            return 2
+        return 0
 
     try:
         agg = aggregate(args.lines, warn)
