@@ -199,3 +199,11 @@ def test_a_fleet_whose_logs_name_no_host_is_not_shown_as_all_clear(tmp_path):
     html = (tmp_path / "page" / "index.html").read_text()
     assert "name no host" in html and "not an all-clear" in html
     assert "No host appears in" not in html
+
+
+def test_fleet_links_point_at_the_operators_copy_of_the_site(tmp_path):
+    src = tmp_path / "a.jsonl"
+    src.write_text(json.dumps(_line("1", "gpu-ecc-error", ["n1"], ev_host="n1")) + "\n")
+    assert fleet.main(["report", str(src), "-o", str(tmp_path / "p"), "--site-url", "http://faildex.internal"]) == 0
+    html = (tmp_path / "p" / "index.html").read_text()
+    assert 'href="http://faildex.internal/entries/gpu-ecc-error/"' in html and "faildex.dev/entries" not in html

@@ -251,7 +251,8 @@ def main(argv: list[str]) -> int:
     p = sub.add_parser("report", help="write the fleet page")
     p.add_argument("lines", nargs="+", metavar="LINES.jsonl")
     p.add_argument("-o", "--output", required=True, metavar="DIR", help="folder for index.html")
-    p.add_argument("--site", default=SITE, help=f"where entry links point (default {SITE})")
+    p.add_argument("--site-url", "--site", dest="site", default=SITE,
+                   help=f"where entry links point: an air-gapped cluster's own copy of the site (default {SITE})")
     p.add_argument("--json", action="store_true", help="also write fleet.json (the counters)")
     m = sub.add_parser("metrics", help="write the counters as Prometheus text (node_exporter's textfile collector)")
     m.add_argument("lines", nargs="+", metavar="LINES.jsonl")
