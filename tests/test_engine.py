@@ -867,3 +867,22 @@ def test_the_browsers_automaton_marks_the_lines_the_cli_marks(index, monkeypatch
         scan._collect_spans([(None, lambda b, end, begin: offsets)], buf, len(buf), cr, got)
         assert got == want, name
         assert len(want) > 500, name      # lines were compared
+
+
+def test_text_and_markdown_render_one_view_and_redaction_is_the_same_every_run(index, tmp_path):
+    # render.view decides what a report shows; the text report and the ticket render it. The
+    # ticket's host placeholders are numbered the same way whatever the hash seed (they were
+    # not: hosts of equal length came in set order)
+    import subprocess
+    from faildex.render import view
+    log = ROOT / "tests" / "corpus" / "ranks" / "dev" / "r08-json-keyerror-2x2" / "pod-logs.jsonl"
+    r = diagnose([str(log)], index)
+    v = view(r)
+    assert v["verdict"] and v["verdict"] in to_text(r) and v["suspects"][0]["who"] in to_text(r)
+    assert all(e["at"] in to_markdown(r) for e in v["evidence"])
+    code = ("import json,sys; sys.path[:0]=['pyodide_app']; from faildex import diagnose, load_index;"
+            "from faildex.command import index_path; from faildex.render import to_markdown;"
+            f"print(to_markdown(diagnose([{str(log)!r}], load_index(index_path())), redact_it=True))")
+    outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                           env=dict(os.environ, PYTHONHASHSEED=str(seed))).stdout for seed in (1, 2, 3)}
+    assert len(outs) == 1 and "<host-1>" in outs.pop()

@@ -16,96 +16,132 @@ def to_json(report: dict) -> str:
     return json.dumps(report, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
 
 
+# ---------------------------------------------------------------- the view
+
+def _at(f: dict) -> str:
+    """Where a line is: "file:line", or a dump's "file record N"."""
+    return f"{f['source']} record {f['record']}" if "record" in f else f"{f['source']}:{f['line']}"
+
+
+def view(report: dict, site: str = SITE) -> dict:
+    """What every rendering shows, decided once (plain data): the text report, the Markdown
+    ticket and the browser render this, not the report. A new report field is shown by
+    adding it here and to the renderings that want it."""
+    facts = report["facts"]
+    p = report["primary"]
+    u = report.get("unmatched")
+    job = report.get("job") or {}
+    rows = job.get("timeline") or []
+    first_error = lambda f: f and {"at": _at(f), "text": f["text"], "source": f["source"], "line": f["line"]}  # noqa: E731
+    v: dict = {
+        "notes": [f"{i['name']}: {'; '.join(i['messages'])}" for i in report["inputs"]
+                  if i["status"] != "ok" or i["messages"]],
+        "verdict": report.get("verdict"),
+        "outcome": "known" if p else "unmatched" if u else "clean",
+        # one row per run of ranks in the same state, only when there are several
+        "ranks": [dict(r, line=timeline_line(r)) for r in rows] if len(rows) > 1 else [],
+        "suspects": [{"rank": s["rank"], "scope": _scope(s), "host": s.get("host", ""), "kind": s["kind"],
+                      "why": s["why"],
+                      "who": f"rank {s['rank']}" + _scope(s) + (f" on {s['host']}" if s.get("host") else ""),
+                      "evidence": [{"at": _at(e), "text": e["text"]} for e in s["evidence"][:3]]}
+                     for s in report.get("suspects") or []],
+        "primary": p and dict(p, link=f"{site}{p['url']}"),
+        "first_seen": None,
+        "unmatched": u and {"first_error": first_error(u.get("first_error")),
+                            "last_exception": first_error(u.get("last_exception")),
+                            "nearest": [{"id": n["id"], "title": n["title"]} for n in u.get("nearest", [])]},
+        "next": report["next_action"] and dict(report["next_action"],
+                                               command_lines=(report["next_action"].get("command") or "").splitlines()),
+        "evidence": [dict(e, at=_at(e), extra="".join(f" {k} {e[k]}" for k in ("rank", "host") if k in e))
+                     for e in report["evidence"]],
+        "alternatives": report["alternatives"][:5],
+        "collateral": [dict(c, ranks_text=_ranges(c.get("ranks") or [])) for c in report["collateral"]],
+        "facts": [{"key": k, "label": fact_label(k), "value": val} for k, val in facts.items()
+                  if val and k not in ("hosts", "ranks")],
+        "hosts": list(facts.get("hosts") or []),
+        "ranks_seen": _ranges(facts.get("ranks") or []),
+        "environment": [(fact_label(k), facts[k]) for k in VERSION_FACTS if facts.get(k)],
+        "launch": " ".join(f"{k}={facts[k]}" for k in LAUNCH_FACTS if facts.get(k)),
+        "launch_command": facts.get("launch_command") or "",
+        "missing": [dict(m, label=fact_label(m["fact"])) for m in report["missing"]],
+        "baseline": report.get("baseline"),
+    }
+    if p and p.get("first_seen"):
+        fs = p["first_seen"]
+        v["first_seen"] = {"at": f"{fs['source']}:{fs['line']}", "rank": fs.get("rank"), "host": fs.get("host")}
+    # the ticket's error block: the first evidence line, else the unmatched log's lines
+    first = (report["evidence"][0] if report["evidence"] else (u or {}).get("last_exception")
+             or (u or {}).get("first_error"))
+    v["error_text"] = first["text"] if first else None
+    return v
+
+
 # ---------------------------------------------------------------- text
 
 def to_text(report: dict, color: bool = False, site: str = SITE) -> str:
     def c(code: str, s: str) -> str:
         return f"\x1b[{code}m{s}\x1b[0m" if color else s
 
-    out: list[str] = []
-    p = report["primary"]
-    for inp in report["inputs"]:
-        if inp["status"] != "ok" or inp["messages"]:
-            out.append(c("33", f"note: {inp['name']}: {'; '.join(inp['messages'])}"))
-    if report.get("verdict"):
-        out.append(c("1;35", report["verdict"]))
-        out.append("")
-    rows = (report.get("job") or {}).get("timeline") or []
-    if len(rows) > 1:
+    v = view(report, site)
+    out: list[str] = [c("33", f"note: {n}") for n in v["notes"]]
+    if v["verdict"]:
+        out += [c("1;35", v["verdict"]), ""]
+    if v["ranks"]:
         out.append(c("1", "Ranks (first error, exit)"))
-        for r in rows:
-            out.append("  " + timeline_line(r))
+        out += ["  " + r["line"] for r in v["ranks"]]
         out.append("")
-    if report.get("suspects"):
+    if v["suspects"]:
         out.append(c("1;35", "Suspects (the rank that stopped the others)"))
-        for sus in report["suspects"]:
-            out.append(f"  rank {sus['rank']}" + _scope(sus) + (f" on {sus['host']}" if sus.get("host") else "")
-                       + f": {sus['kind']} · {sus['why']}")
-            for e in sus["evidence"][:3]:
-                at = f"{e['source']} record {e['record']}" if "record" in e else f"{e['source']}:{e['line']}"
-                out.append(c("36", f"      {at}: ") + e["text"][:200])
+        for s in v["suspects"]:
+            out.append(f"  {s['who']}: {s['kind']} · {s['why']}")
+            out += [c("36", f"      {e['at']}: ") + e["text"][:200] for e in s["evidence"]]
         out.append("")
+    p = v["primary"]
     if p:
         out.append(c("1;31", f"{p['title']}") + f"  [{p['id']}]")
         out.append(f"confidence {p['confidence']:.2f} · {p['why']}")
-        out.append(f"entry: {site}{p['url']}")
-    elif report.get("unmatched"):
-        u = report["unmatched"]
+        out.append(f"entry: {p['link']}")
+    elif v["unmatched"]:
+        u = v["unmatched"]
         out.append(c("1;33", "No known failure matched, but the log holds errors."))
-        if u.get("first_error"):
-            f = u["first_error"]
-            out.append(f"first error      {f['source']}:{f['line']}: {f['text'][:200]}")
-        if u.get("last_exception"):
-            f = u["last_exception"]
-            out.append(f"last exception   {f['source']}:{f['line']}: {f['text'][:200]}")
-        for n in u.get("nearest", []):
-            out.append(f"nearest entry    {n['id']} ({n['title']})")
+        if u["first_error"]:
+            out.append(f"first error      {u['first_error']['at']}: {u['first_error']['text'][:200]}")
+        if u["last_exception"]:
+            out.append(f"last exception   {u['last_exception']['at']}: {u['last_exception']['text'][:200]}")
+        out += [f"nearest entry    {n['id']} ({n['title']})" for n in u["nearest"]]
     else:
         out.append(c("1;32", "No failure found."))
-    if report["next_action"]:
-        na = report["next_action"]
-        out += ["", c("1", "Next: ") + na["do"]]
-        if na.get("command"):
-            out += ["  " + line for line in na["command"].splitlines()]
-    ev = report["evidence"]
-    if ev:
+    if v["next"]:
+        out += ["", c("1", "Next: ") + v["next"]["do"]]
+        out += ["  " + line for line in v["next"]["command_lines"]]
+    if v["evidence"]:
         out += ["", c("1", "Evidence")]
-        for e in ev:
-            where = f"{e['source']}:{e['line']}"
-            extra = "".join(f" {k} {e[k]}" for k in ("rank", "host") if k in e)
-            out.append(c("36", f"  {e['role']:<11} {where}{extra}  ({e['entry']})"))
-            for b in e.get("before", []):
-                out.append("      " + b[:160])
+        for e in v["evidence"]:
+            out.append(c("36", f"  {e['role']:<11} {e['at']}{e['extra']}  ({e['entry']})"))
+            out += ["      " + b[:160] for b in e.get("before", [])]
             out.append(c("1", "    > " + e["text"][:300]))
-            for a in e.get("after", []):
-                out.append("      " + a[:160])
-    if report["alternatives"]:
+            out += ["      " + a[:160] for a in e.get("after", [])]
+    if v["alternatives"]:
         out += ["", c("1", "Alternatives")]
-        for a in report["alternatives"][:5]:
-            out.append(f"  {a['confidence']:.2f} {a['id']}: {a['why']}")
-    if report["collateral"]:
+        out += [f"  {a['confidence']:.2f} {a['id']}: {a['why']}" for a in v["alternatives"]]
+    if v["collateral"]:
         out += ["", c("1", "Collateral (consequences, not causes)")]
-        for a in report["collateral"]:
-            ranks = f" ranks {_ranges(a['ranks'])}" if a.get("ranks") else ""
-            out.append(f"  {a['id']} ×{a['count']}{ranks}")
-    facts = {k: v for k, v in report["facts"].items() if v and k not in ("hosts", "ranks")}
-    if facts or report["facts"].get("hosts"):
+        out += [f"  {a['id']} ×{a['count']}" + (f" ranks {a['ranks_text']}" if a["ranks_text"] else "")
+                for a in v["collateral"]]
+    if v["facts"] or v["hosts"]:
         out += ["", c("1", "Facts")]
-        for k, v in facts.items():
-            out.append(f"  {k}: {v}")
-        if report["facts"].get("hosts"):
-            out.append(f"  hosts: {', '.join(report['facts']['hosts'][:8])}")
-        if report["facts"].get("ranks"):
-            out.append(f"  ranks seen: {_ranges(report['facts']['ranks'])}")
-    if report["missing"]:
+        out += [f"  {f['key']}: {f['value']}" for f in v["facts"]]
+        if v["hosts"]:
+            out.append(f"  hosts: {', '.join(v['hosts'][:8])}")
+        if v["ranks_seen"]:
+            out.append(f"  ranks seen: {v['ranks_seen']}")
+    if v["missing"]:
         out += ["", c("1", "Missing facts")]
-        for m in report["missing"]:
-            out.append(f"  {m['fact']}: {m['why']}" + (f"\n    run: {m['how']}" if m["how"] else ""))
-    if report.get("baseline"):
-        b = report["baseline"]
+        out += [f"  {m['fact']}: {m['why']}" + (f"\n    run: {m['how']}" if m["how"] else "") for m in v["missing"]]
+    if v["baseline"]:
+        b = v["baseline"]
         out += ["", c("1", f"New compared with the good run ({b['new_event_count']} event shapes)")]
-        for e in b["new_events"][:15]:
-            out.append(f"  {e['source']}:{e['line']}: {e['text'][:200]}")
+        out += [f"  {e['source']}:{e['line']}: {e['text'][:200]}" for e in b["new_events"][:15]]
     return "\n".join(out) + "\n"
 
 
@@ -168,82 +204,69 @@ def fact_label(key: str) -> str:
 def to_markdown(report: dict, redact_it: bool = False, site: str = SITE) -> str:
     """A support ticket: the error, then only what the log says that bears on it (versions
     and launch facts it holds, the failing rank), and the facts the entry needs to decide."""
-    p = report["primary"]
-    facts = report["facts"]
+    v = view(report, site)
+    p = v["primary"]
     lines: list[str] = []
     title = p["title"] if p else "Training job failure (no known failure matched)"
     lines += [f"## {_md_inline(title)}", ""]
     if p:
-        lines.append(f"faildex diagnosis: **{p['id']}** (confidence {p['confidence']:.2f}); "
-                     f"entry: {site}{p['url']}")
-        lines.append("")
-    if report.get("verdict"):
-        lines += [f"**{_md_inline(report['verdict'])}**", ""]
-    rows = (report.get("job") or {}).get("timeline") or []
-    if len(rows) > 1:
+        lines += [f"faildex diagnosis: **{p['id']}** (confidence {p['confidence']:.2f}); entry: {p['link']}", ""]
+    if v["verdict"]:
+        lines += [f"**{_md_inline(v['verdict'])}**", ""]
+    if v["ranks"]:
         lines += ["| ranks | host | state | first error | exit |", "|---|---|---|---|---|"]
-        for r in rows:
+        for r in v["ranks"]:
             lines.append(f"| {_md_cell(r['ranks'])} | {_md_cell(r.get('host', ''))} | {_md_cell(r['state'])} | "
                          f"{_md_cell(r.get('error', ''))} | {_md_cell(r.get('exit', ''))} |")
         lines.append("")
-    if report.get("suspects"):
+    if v["suspects"]:
         lines += ["### Suspect ranks", "", "| rank | host | kind | why |", "|---|---|---|---|"]
-        for sus in report["suspects"]:
-            lines.append(f"| {sus['rank']}{_md_cell(_scope(sus))} | {_md_cell(sus.get('host', ''))} | {sus['kind']} | "
-                         f"{_md_cell(sus['why'])} |")
+        lines += [f"| {s['rank']}{_md_cell(s['scope'])} | {_md_cell(s['host'])} | {s['kind']} | {_md_cell(s['why'])} |"
+                  for s in v["suspects"]]
         lines.append("")
-    first = (report["evidence"][0] if report["evidence"] else
-             (report.get("unmatched") or {}).get("last_exception") or
-             (report.get("unmatched") or {}).get("first_error"))
     lines += ["### Error", ""]
-    if first:
-        block = first["text"]
-        f = _fence(block)
-        lines += [f, block, f, ""]
+    if v["error_text"] is not None:
+        f = _fence(v["error_text"])
+        lines += [f, v["error_text"], f, ""]
     else:
         lines += ["(no error line found)", ""]
-    known = [(fact_label(k), facts[k]) for k in VERSION_FACTS if facts.get(k)]
-    launch = [f"{k}={facts[k]}" for k in LAUNCH_FACTS if facts.get(k)]
-    if launch:
-        known.append(("launcher", " ".join(launch)))
+    known = list(v["environment"]) + ([("launcher", v["launch"])] if v["launch"] else [])
     if known:
         lines += ["### Environment", "", "| | |", "|---|---|"]
         lines += [f"| {name} | {_md_cell(value)} |" for name, value in known]
         lines.append("")
-    if facts.get("launch_command"):
-        f = _fence(facts["launch_command"])
-        lines += ["### Launch command", "", f + "sh", facts["launch_command"], f, ""]
-    if p and p.get("first_seen"):
-        fs = p["first_seen"]
+    if v["launch_command"]:
+        f = _fence(v["launch_command"])
+        lines += ["### Launch command", "", f + "sh", v["launch_command"], f, ""]
+    if v["first_seen"]:
+        fs = v["first_seen"]
         lines += ["### Failing rank", "",
-                  f"- first failure at `{fs['source']}:{fs['line']}`"
-                  + (f", rank {fs['rank']}" if "rank" in fs else "")
-                  + (f", host {_md_inline(str(fs['host']))}" if "host" in fs else ""), ""]
-    if report["evidence"]:
+                  f"- first failure at `{fs['at']}`"
+                  + (f", rank {fs['rank']}" if fs["rank"] is not None else "")
+                  + (f", host {_md_inline(str(fs['host']))}" if fs["host"] is not None else ""), ""]
+    if v["evidence"]:
         lines += ["### Evidence", ""]
-        for e in report["evidence"]:
+        for e in v["evidence"]:
             block = "\n".join(e.get("before", []) + [e["text"]] + e.get("after", []))
             f = _fence(block)
-            lines += [f"{e['role']} — `{e['source']}:{e['line']}` ({e['entry']})", "", f + "text",
-                      block, f, ""]
-    if report["collateral"]:
+            lines += [f"{e['role']} — `{e['at']}` ({e['entry']})", "", f + "text", block, f, ""]
+    if v["collateral"]:
         lines += ["### Collateral reports", ""]
-        for c in report["collateral"]:
-            lines.append(f"- {c['id']} ×{c['count']}" + (f" (ranks {_ranges(c['ranks'])})"
-                                                        if c.get("ranks") else ""))
+        lines += [f"- {c['id']} ×{c['count']}" + (f" (ranks {c['ranks_text']})" if c["ranks_text"] else "")
+                  for c in v["collateral"]]
         lines.append("")
-    if report["missing"]:
+    if v["missing"]:
         lines += ["### Needed to decide, not in the log", ""]
-        for m in report["missing"]:
+        for m in v["missing"]:
             how = f" (`{m['how']}`)" if m.get("how") and "`" not in m["how"] else ""
-            lines.append(f"- {_md_inline(fact_label(m['fact']))}: {_md_inline(m['why'])}{how}")
+            lines.append(f"- {_md_inline(m['label'])}: {_md_inline(m['why'])}{how}")
         lines.append("")
     lines += ["### Reproducibility and what was tried", "",
               "- Reproducible on the same nodes: _yes / no / not tried_",
               "- Reproducible on other nodes: _yes / no / not tried_",
               "- Tried so far: _..._", ""]
-    if report["next_action"]:
-        lines += [f"Suggested next step: {_md_inline(report['next_action']['do'])}", ""]
+    if v["next"]:
+        lines += [f"Suggested next step: {_md_inline(v['next']['do'])}", ""]
     text = "\n".join(lines)
     return redact(text, known_hosts(report)) if redact_it else text
 
@@ -309,7 +332,7 @@ def redact(text: str, extra_hosts: list[str] = ()) -> str:
             table[key] = f"<{kind}-{n}>"
         return table[key]
 
-    for h in sorted(set(extra_hosts), key=len, reverse=True):
+    for h in sorted(set(extra_hosts), key=lambda h: (-len(h), h)):   # longest first; the same order every run
         if h and len(h) > 2:
             text = re.sub(rf"(?<![\w.-]){re.escape(h)}(?![\w-])", lambda m: placeholder("host", m.group(0)), text)
     for kind, rx in _REDACTIONS:
