@@ -149,7 +149,7 @@ def _rows(part):
 # the same with the engine of the session's start (c15f005); measured once. f08 (a miss, found by
 # the one-story test: a shipper's "TIMESTAMP HOST [rankN]:" lines lost their rank) was read and moved
 # to dev; now 34/35 (97.1 %)
-THRESHOLDS = {"dev": 0.75, "sealed": 0.95, "sealed-b": 0.95, "sealed-c": 0.90, "sealed-d": 0.85, "sealed-e": 0.88,
+THRESHOLDS = {"dev": 0.78, "sealed": 0.95, "sealed-b": 0.95, "sealed-c": 0.90, "sealed-d": 0.85, "sealed-e": 0.88,
               "sealed-f": 0.88}
 KNOWN_WORSE = {"sealed-e": "e07 and e20: torchrun's Root Cause block names the culprit and faildex does not"}
 

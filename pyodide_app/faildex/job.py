@@ -603,6 +603,19 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
         if e["grank"] is not None:
             events.append(e)
     agent = any(j.agent for j in jobs)
+    # One rank's own file written across restarts (per-rank files, no timestamps) says nothing
+    # of which attempt a line belongs to; the launcher's exit lines say in which attempt each
+    # rank failed: an error of such a file goes to the one attempt its rank failed in (dev c24)
+    if len({e["attempt"] for e in events if e["kind"] == "attempt-end"}) > 1:
+        failed_in: dict = {}
+        for e in events:
+            if e["kind"] == "exit" and e.get("grank") is not None and e.get("exitcode") not in (None, 0, -15):
+                failed_in.setdefault(e["grank"], set()).add(e["attempt"])
+        unplaced = {j.order for j in jobs if not j.logdir and not j.agent and not j.attempts}
+        for e in events:
+            if (e["order"] in unplaced and e["kind"] in ("error", "fatal") and "ts" not in e
+                    and len(failed_in.get(e.get("grank"), ())) == 1):
+                e["attempt"] = next(iter(failed_in[e["grank"]]))
     # `srun -l` tasks that run a torchrun agent are nodes, not ranks (reason drops them from
     # the findings' rank)
     node_tasks = sorted([o, st] for (o, st) in res.torchrun_streams if isinstance(st, int))
@@ -851,12 +864,15 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
                                   f"for it) while {_ranks_text(sorted(lost))} lost their connection to it")
                     for r in unlisted]
             # one rank that the launcher lists nowhere (it exited 0) is the one that left; ranks
-            # that exited non-zero without a visible report may only hide their lost-peer error
-            picks = left if len(left) == 1 else []
+            # that exited non-zero without a visible report may only hide their lost-peer error,
+            # but one the launcher saw fail in this attempt while it reported no lost peer comes
+            # first (the unlisted one may only have been stopped: dev c24)
+            crashed = [(r, "crashed", f"rank {r} exited with code {exits[r]['exitcode']} without reporting a lost "
+                                      f"peer, while {_ranks_text(sorted(lost))} lost their connection to it")
+                       for r in silent if r in ended_alone]
+            picks = crashed if len(crashed) == 1 else left if len(left) == 1 else []
             if not picks:
-                picks = [(r, "crashed", f"rank {r} exited with code {exits[r]['exitcode']} without reporting a lost "
-                                        f"peer, while {_ranks_text(sorted(lost))} lost their connection to it")
-                         for r in silent if r in ended_alone]
+                picks = crashed
             if not picks and len(reporters) * 2 >= len(known):
                 picks = left
         if not picks and waiting:
