@@ -207,3 +207,47 @@ def test_fleet_links_point_at_the_operators_copy_of_the_site(tmp_path):
     assert fleet.main(["report", str(src), "-o", str(tmp_path / "p"), "--site-url", "http://faildex.internal"]) == 0
     html = (tmp_path / "p" / "index.html").read_text()
     assert 'href="http://faildex.internal/entries/gpu-ecc-error/"' in html and "faildex.dev/entries" not in html
+
+
+def test_each_class_and_outcome_lists_its_jobs_most_recent_first_paged(tmp_path, monkeypatch):
+    monkeypatch.setattr(fleet, "MAX_JOBS_LISTED", 120)    # a class with more jobs lists the 120 newest
+    lines = []
+    for n in range(150):     # 150 jobs of one class over 15 days, 30 of another, 20 clean, 3 unreadable
+        day = f"2026-11-{10 + n % 15:02d}T{n % 24:02d}:00:00Z"
+        item = _line(f"oom-{n:03d}", "cuda-out-of-memory", [f"n{n % 7}"], ended=day)
+        item["suspects"] = [{"rank": n % 8, "host": f"n{n % 7}", "kind": "crashed", "why": "x"}]
+        lines.append(item)
+    lines += [_line(f"xid-{n}", "gpu-fell-off-bus", ["n1"], ev_host="n1", ended=f"2026-11-2{n % 9}T00:00:00Z")
+              for n in range(30)]
+    lines += [_line(f"ok-{n}", None, ["n2"]) for n in range(20)]
+    lines += [dict(_line(f"bad-{n}"), outcome="error", error=f"job-{n}/rank0.log: permission denied")
+              for n in range(3)]
+    src = tmp_path / "a.jsonl"
+    src.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    out = tmp_path / "page"
+    assert fleet.main(["report", str(src), "-o", str(out)]) == 0
+    index = (out / "index.html").read_text()
+    for href in re.findall(r'href="(jobs/[^"]+)"', index):
+        assert (out / href).is_file(), href
+    assert 'href="jobs/cuda-out-of-memory-1.html">150<' in index and 'href="jobs/clean-1.html">20<' in index
+    first = (out / "jobs" / "cuda-out-of-memory-1.html").read_text()
+    second = (out / "jobs" / "cuda-out-of-memory-2.html").read_text()
+    assert not (out / "jobs" / "cuda-out-of-memory-3.html").exists()
+    rows1 = re.findall(r'<tr id="job-(oom-\d+)">', first)
+    rows2 = re.findall(r'<tr id="job-(oom-\d+)">', second)
+    assert len(rows1) == 100 and len(rows2) == 20 and not set(rows1) & set(rows2)
+    ended = {x["job"]: x["ended"] for x in lines}
+    listed = [ended[j] for j in rows1 + rows2]
+    assert listed == sorted(listed, reverse=True)                      # most recent first
+    assert min(listed) >= sorted(ended[f"oom-{n:03d}"] for n in range(150))[30]   # the 120 newest
+    assert "the 120 most recent" in first and 'rel="next" href' not in first and 'href="cuda-out-of-memory-2.html" rel="next"' in first
+    assert 'href="cuda-out-of-memory-1.html" rel="prev"' in second
+    job = lines[int(rows1[0][4:])]
+    assert f"rank {job['suspects'][0]['rank']} on {job['suspects'][0]['host']}" in first
+    assert "Xid &lt;oom-" in first                                     # log text escaped
+    bad = (out / "jobs" / "error-1.html").read_text()
+    assert "permission denied" in bad and "Why it could not be read" in bad
+    for page in [index, first, bad]:
+        assert "<script" not in page and "Content-Security-Policy" in page
+        for href in re.findall(r'<link rel="stylesheet" href="([^"]+)"', page):
+            assert ((out / "jobs" if page is not index else out) / href).resolve().is_file(), href

@@ -19,6 +19,7 @@ import json
 import os
 import shutil
 import sys
+import heapq
 from collections import Counter, defaultdict
 from datetime import datetime
 from pathlib import Path
@@ -37,6 +38,8 @@ MIN_JOBS_TO_DRAIN = 2      # one hardware failure is an event; two on one host i
 MAX_EVIDENCE = 3
 MAX_DRAIN_SHOWN = 25       # the page lists the top ones; fleet.json (--json) has all
 MAX_WEEKS = 12
+MAX_JOBS_LISTED = 1000     # per failure class (and clean, unmatched, unreadable): the most recent
+PAGE_SIZE = 100            # jobs per list page
 WEEK_COLUMNS = 8
 PACKAGE_DIR = Path(__file__).resolve().parent
 
@@ -91,10 +94,19 @@ def aggregate(paths: list[str], warn=lambda msg: None) -> dict:
     host_jobs: Counter = Counter()
     hw: dict[str, dict] = {}
     digests: Counter = Counter()
+    lists: dict[str, list] = defaultdict(list)    # class or outcome -> heap of the most recent jobs
     for n, lineno, item in _lines(paths, warn):
         if last.get(str(item["job"])) != (n << 32) | lineno:
             continue
-        outcomes[item.get("outcome", "known" if item.get("primary") else "clean")] += 1
+        outcome = item.get("outcome", "known" if item.get("primary") else "clean")
+        outcomes[outcome] += 1
+        key = item["primary"]["id"] if item.get("primary") else outcome
+        heap = lists[key]
+        entry = (item.get("ended") or "", str(item["job"]), n, lineno)
+        if len(heap) < MAX_JOBS_LISTED:
+            heapq.heappush(heap, (entry, _job_row(item)))
+        elif entry > heap[0][0]:
+            heapq.heapreplace(heap, (entry, _job_row(item)))
         digests[item.get("index", "")] += 1
         week = week_of(item.get("ended"))
         week_jobs[week] += 1
@@ -138,9 +150,30 @@ def aggregate(paths: list[str], warn=lambda msg: None) -> dict:
             "meta": meta, "weeks": {w: dict(c) for w, c in weeks.items()},
             "week_jobs": dict(week_jobs), "drain": drain, "hosts_seen": len(host_jobs),
             "days": {d: dict(c) for d, c in days.items()},
+            # per class and outcome, the most recent jobs first (at most MAX_JOBS_LISTED)
+            "jobs_listed": {k: [row for _, row in sorted(h, key=lambda x: x[0], reverse=True)] for k, h in lists.items()},
             "host_classes": {h: dict(c) for h, c in host_classes.items()},
             "hardware_failures": sum(classes[e] for e in HARDWARE_ENTRIES),
             "digests": digests.most_common()}
+
+
+def _job_row(item: dict) -> dict:
+    """What a job list shows of one job: when, who started it (the job model's first
+    suspect), the first line, where its logs are."""
+    s = next((s for s in item.get("suspects") or [] if isinstance(s, dict)), None)
+    ev = next((e for e in item.get("evidence") or [] if isinstance(e, dict)), None)
+    return {"job": str(item["job"]), "ended": item.get("ended") or "",
+            "rank": s.get("rank") if s else None, "host": (s or {}).get("host") or (ev or {}).get("host") or "",
+            "where": f"{ev['source']}:{ev['line']}" if ev and "source" in ev else "",
+            "text": (ev or {}).get("text", "")[:240], "path": item.get("path") or "",
+            "files": item.get("files"), "error": item.get("error") or "",
+            "hosts": len(item.get("hosts") or [])}
+
+
+def list_pages(key: str, n_jobs: int) -> list[str]:
+    """The file names of a job list's pages (jobs/<key>-<page>.html)."""
+    pages = max(1, -(-min(n_jobs, MAX_JOBS_LISTED) // PAGE_SIZE))
+    return [f"jobs/{key}-{i}.html" for i in range(1, pages + 1)]
 
 
 def _template_dir() -> Path:
@@ -194,6 +227,23 @@ def render(agg: dict, out_dir: Path, site: str = SITE, sources: list[str] = ()) 
         failed=sum(c for _, c in agg["classes"]))
     page = out_dir / "index.html"
     page.write_text(html, encoding="utf-8")
+    # one list per failure class and per outcome, paged, most recent first
+    (out_dir / "jobs").mkdir(exist_ok=True)
+    titles = {"clean": "Jobs with no failure", "unmatched": "Jobs with errors but no known failure",
+              "error": "Jobs that could not be read"}
+    template = env.get_template("jobs.html.j2")
+    for key, rows in agg["jobs_listed"].items():
+        total = dict(agg["classes"]).get(key) if key in agg["meta"] else agg["outcomes"].get(key, len(rows))
+        names = list_pages(key, len(rows))
+        for i, name in enumerate(names):
+            (out_dir / name).write_text(template.render(
+                css=[f"../assets/{p.name}" for p in css], site=site, key=key,
+                title=agg["meta"][key]["title"] if key in agg["meta"] else titles.get(key, key),
+                meta=agg["meta"].get(key), total=total, listed=len(rows),
+                rows=rows[i * PAGE_SIZE:(i + 1) * PAGE_SIZE], first=i * PAGE_SIZE + 1,
+                prev=names[i - 1].split("/")[1] if i else None,
+                next=names[i + 1].split("/")[1] if i + 1 < len(names) else None,
+                page=i + 1, pages=len(names)), encoding="utf-8")
     return page
 
 
