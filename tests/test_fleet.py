@@ -251,3 +251,29 @@ def test_each_class_and_outcome_lists_its_jobs_most_recent_first_paged(tmp_path,
         assert "<script" not in page and "Content-Security-Policy" in page
         for href in re.findall(r'<link rel="stylesheet" href="([^"]+)"', page):
             assert ((out / "jobs" if page is not index else out) / href).resolve().is_file(), href
+
+
+def test_the_fleet_page_says_what_changed_with_a_chart_that_needs_no_script(tmp_path):
+    lines = []
+    for n in range(6):       # week 48: 1 oom; week 49: 4 oom (rising) and a class never seen before
+        lines.append(_line(f"a{n}", "cuda-out-of-memory", ["n1"],
+                           ended="2026-11-24T10:00:00Z" if n == 0 else f"2026-12-0{n}T10:00:00Z"))
+    lines.append(_line("b1", "nvlink-error", ["n2"], ended="2026-12-03T11:00:00Z"))
+    lines.append(_line("c1", "gpu-ecc-error", ["n3"], ended="2026-11-25T11:00:00Z"))
+    src = tmp_path / "a.jsonl"
+    src.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    agg = fleet.aggregate([str(src)])
+    ch = fleet.changes(agg)
+    assert ch["week"] == "2026-W49" and ch["previous"] == "2026-W48"
+    assert ch["new"] == [("nvlink-error", 1)] and ch["rising"] == [("cuda-out-of-memory", 1, 5)]
+    chart = fleet.day_chart(agg)
+    assert [b["day"] for b in chart["bars"]] == ["2026-11-24", "2026-11-25", "2026-12-01", "2026-12-02",
+                                                 "2026-12-03", "2026-12-04", "2026-12-05"]
+    assert [b["n"] for b in chart["bars"]] == [1, 1, 1, 1, 2, 1, 1] and chart["top"] == 2
+    tallest = max(chart["bars"], key=lambda b: b["h"])
+    assert tallest["day"] == "2026-12-03" and tallest["y"] == 0 and tallest["h"] == chart["height"]
+    assert fleet.main(["report", str(src), "-o", str(tmp_path / "p")]) == 0
+    html = (tmp_path / "p" / "index.html").read_text()
+    assert html.count("<rect ") == 7 and 'role="img"' in html and "aria-label=\"Failed jobs per day" in html
+    assert "style=" not in html and "<script" not in html       # the page's CSP allows neither
+    assert 'href="jobs/nvlink-error-1.html">nvlink-error</a> (1)' in html and "(1 → 5)" in html

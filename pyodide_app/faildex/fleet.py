@@ -176,6 +176,44 @@ def list_pages(key: str, n_jobs: int) -> list[str]:
     return [f"jobs/{key}-{i}.html" for i in range(1, pages + 1)]
 
 
+CHART_DAYS = 30
+
+
+def day_chart(agg: dict) -> dict | None:
+    """Failed jobs per day over the last CHART_DAYS days with any job, as SVG geometry (the
+    page draws it with presentation attributes: its CSP allows no inline style or script)."""
+    days = sorted(d for d in agg["days"] if d != "unknown")[-CHART_DAYS:]
+    if not days:
+        return None
+    totals = [sum(agg["days"][d].values()) for d in days]
+    top = max(totals) or 1
+    width, height, gap = 600, 120, 2
+    bar = width / len(days)
+    bars = []
+    for i, (d, n) in enumerate(zip(days, totals)):
+        h = round(height * n / top, 1)
+        worst = max(agg["days"][d].items(), key=lambda kv: (kv[1], kv[0]))[0] if n else ""
+        bars.append({"x": round(i * bar, 1), "y": round(height - h, 1), "w": round(max(bar - gap, 1), 1),
+                     "h": h, "day": d, "n": n, "worst": worst})
+    return {"width": width, "height": height, "bars": bars, "first": days[0], "last": days[-1], "top": top}
+
+
+def changes(agg: dict) -> dict:
+    """What changed in the latest ISO week with jobs against the one before it: classes seen
+    for the first time, and classes that at least doubled (to 3 jobs or more)."""
+    weeks = sorted(w for w in agg["week_jobs"] if w != "unknown")
+    if not weeks:
+        return {"week": None, "new": [], "rising": []}
+    now = agg["weeks"].get(weeks[-1], {})
+    before = agg["weeks"].get(weeks[-2], {}) if len(weeks) > 1 else {}
+    earlier = set().union(*(agg["weeks"].get(w, {}).keys() for w in weeks[:-1])) if len(weeks) > 1 else set()
+    new = sorted((e for e in now if e not in earlier), key=lambda e: (-now[e], e)) if len(weeks) > 1 else []
+    rising = sorted((e for e in now if e in before and now[e] >= 3 and now[e] >= 2 * before[e]),
+                    key=lambda e: (-now[e], e))
+    return {"week": weeks[-1], "previous": weeks[-2] if len(weeks) > 1 else None,
+            "new": [(e, now[e]) for e in new], "rising": [(e, before[e], now[e]) for e in rising]}
+
+
 def _template_dir() -> Path:
     for d in (PACKAGE_DIR / "fleet", PACKAGE_DIR.parent.parent / "site_template" / "fleet"):
         if (d / "fleet.html.j2").is_file():
@@ -221,6 +259,7 @@ def render(agg: dict, out_dir: Path, site: str = SITE, sources: list[str] = ()) 
                       "cells": cells, "other": sum(row.values()) - sum(cells)})
     html = env.get_template("fleet.html.j2").render(
         agg=agg, site=site, css=[f"assets/{p.name}" for p in css], weeks=weeks,
+        chart=day_chart(agg), changes=changes(agg),
         drain=agg["drain"][:MAX_DRAIN_SHOWN], drain_more=max(0, len(agg["drain"]) - MAX_DRAIN_SHOWN),
         week_classes=week_classes, hardware=HARDWARE_ENTRIES, min_jobs=MIN_JOBS_TO_DRAIN,
         sources=[os.path.basename(s) for s in sources],
