@@ -277,3 +277,21 @@ def test_the_fleet_page_says_what_changed_with_a_chart_that_needs_no_script(tmp_
     assert html.count("<rect ") == 7 and 'role="img"' in html and "aria-label=\"Failed jobs per day" in html
     assert "style=" not in html and "<script" not in html       # the page's CSP allows neither
     assert 'href="jobs/nvlink-error-1.html">nvlink-error</a> (1)' in html and "(1 → 5)" in html
+
+
+def test_hosts_that_keep_starting_failures_are_listed_by_class(tmp_path):
+    lines = []
+    for n, (eid, host) in enumerate([("cuda-out-of-memory", "n4"), ("nccl-watchdog-timeout", "n4"),
+                                     ("cuda-out-of-memory", "n4"), ("cuda-out-of-memory", "n5"),
+                                     ("cuda-out-of-memory", "n5")]):
+        item = _line(str(n), eid, ["n4", "n5", "n6"])
+        item["suspects"] = [{"rank": 3, "host": host, "kind": "crashed", "why": "x"}]
+        lines.append(item)
+    src = tmp_path / "a.jsonl"
+    src.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    agg = fleet.aggregate([str(src)])
+    assert agg["culprit_hosts"] == [{"host": "n4", "jobs": 3, "ran": 5,
+                                     "entries": [("cuda-out-of-memory", 2), ("nccl-watchdog-timeout", 1)]}]
+    assert fleet.main(["report", str(src), "-o", str(tmp_path / "p")]) == 0
+    html = (tmp_path / "p" / "index.html").read_text()
+    assert 'id="culprit-n4"' in html and 'id="culprit-n5"' not in html

@@ -35,6 +35,7 @@ HARDWARE_ENTRIES = {
     "nccl-ib-retry-exceeded": "InfiniBand / RoCE link (retry exceeded)",
 }
 MIN_JOBS_TO_DRAIN = 2      # one hardware failure is an event; two on one host is a pattern
+MIN_CULPRIT_JOBS = 3       # a host that held the first suspect of this many failed jobs, any class
 MAX_EVIDENCE = 3
 MAX_DRAIN_SHOWN = 25       # the page lists the top ones; fleet.json (--json) has all
 MAX_WEEKS = 12
@@ -89,6 +90,7 @@ def aggregate(paths: list[str], warn=lambda msg: None) -> dict:
     weeks: dict[str, Counter] = defaultdict(Counter)
     days: dict[str, Counter] = defaultdict(Counter)
     host_classes: dict[str, Counter] = defaultdict(Counter)
+    culprit_hosts: dict[str, Counter] = defaultdict(Counter)
     week_jobs: Counter = Counter()
     outcomes: Counter = Counter()
     host_jobs: Counter = Counter()
@@ -119,6 +121,10 @@ def aggregate(paths: list[str], warn=lambda msg: None) -> dict:
         classes[eid] += 1
         weeks[week][eid] += 1
         days[(item.get("ended") or "unknown")[:10]][eid] += 1
+        # the host of the rank the job model found started it (any class)
+        first = next((s for s in item.get("suspects") or [] if isinstance(s, dict)), None)
+        if first and isinstance(first.get("host"), str) and first["host"]:
+            culprit_hosts[first["host"]][eid] += 1
         for h in set(hosts):
             host_classes[h][eid] += 1
         meta.setdefault(eid, {k: p.get(k, "") for k in ("title", "category", "severity", "url")})
@@ -153,6 +159,11 @@ def aggregate(paths: list[str], warn=lambda msg: None) -> dict:
             # per class and outcome, the most recent jobs first (at most MAX_JOBS_LISTED)
             "jobs_listed": {k: [row for _, row in sorted(h, key=lambda x: x[0], reverse=True)] for k, h in lists.items()},
             "host_classes": {h: dict(c) for h, c in host_classes.items()},
+            # hosts that held the first suspect in MIN_CULPRIT_JOBS or more failed jobs, most first
+            "culprit_hosts": sorted(({"host": h, "jobs": sum(c.values()), "ran": host_jobs[h],
+                                      "entries": c.most_common()} for h, c in culprit_hosts.items()
+                                     if sum(c.values()) >= MIN_CULPRIT_JOBS),
+                                    key=lambda x: (-x["jobs"], x["host"])),
             "hardware_failures": sum(classes[e] for e in HARDWARE_ENTRIES),
             "digests": digests.most_common()}
 
@@ -259,7 +270,7 @@ def render(agg: dict, out_dir: Path, site: str = SITE, sources: list[str] = ()) 
                       "cells": cells, "other": sum(row.values()) - sum(cells)})
     html = env.get_template("fleet.html.j2").render(
         agg=agg, site=site, css=[f"assets/{p.name}" for p in css], weeks=weeks,
-        chart=day_chart(agg), changes=changes(agg),
+        chart=day_chart(agg), changes=changes(agg), min_culprit=MIN_CULPRIT_JOBS, max_hosts=MAX_DRAIN_SHOWN,
         drain=agg["drain"][:MAX_DRAIN_SHOWN], drain_more=max(0, len(agg["drain"]) - MAX_DRAIN_SHOWN),
         week_classes=week_classes, hardware=HARDWARE_ENTRIES, min_jobs=MIN_JOBS_TO_DRAIN,
         sources=[os.path.basename(s) for s in sources],
