@@ -2,12 +2,17 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from faildex import fleet, triage
+
+# screenshots of the fleet pages (the same folder as tests/test_browser.py's)
+SHOTS = Path(os.environ.get("FAILDEX_SCREENSHOTS") or Path(tempfile.gettempdir()) / "faildex-screenshots")
 
 ROOT = Path(__file__).resolve().parent.parent
 OOM_LOG = ROOT / "entries" / "cuda" / "cuda-out-of-memory" / "deepspeed-rank3.log"
@@ -295,3 +300,32 @@ def test_hosts_that_keep_starting_failures_are_listed_by_class(tmp_path):
     assert fleet.main(["report", str(src), "-o", str(tmp_path / "p")]) == 0
     html = (tmp_path / "p" / "index.html").read_text()
     assert 'id="culprit-n4"' in html and 'id="culprit-n5"' not in html
+
+
+@pytest.mark.parametrize("width", [390, 1280])
+def test_fleet_pages_fit_a_phone_and_a_laptop_and_axe_finds_nothing_serious(chromium, tmp_path, width):
+    from test_diagnoser_ux import axe_violations
+    lines = []
+    for n in range(60):
+        eid = ("cuda-out-of-memory", "gpu-fell-off-bus", "nccl-watchdog-timeout")[n % 3]
+        item = _line(f"job-{n:04d}-a-rather-long-job-identifier", eid, [f"gpu-node-{n % 5:02d}.cluster.internal"],
+                     ev_host=f"gpu-node-{n % 5:02d}.cluster.internal", ended=f"2026-11-{1 + n % 28:02d}T10:00:00Z")
+        item["suspects"] = [{"rank": n % 8, "host": f"gpu-node-{n % 5:02d}.cluster.internal", "kind": "crashed", "why": "x"}]
+        lines.append(item)
+    lines += [_line(f"ok-{n}", None, ["gpu-node-01.cluster.internal"]) for n in range(5)]
+    src = tmp_path / "a.jsonl"
+    src.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    out = tmp_path / "page"
+    assert fleet.main(["report", str(src), "-o", str(out)]) == 0
+    context = chromium.new_context(viewport={"width": width, "height": 900}, bypass_csp=True)  # axe is injected inline
+    page = context.new_page()
+    found = {}
+    for name in ("index.html", "jobs/cuda-out-of-memory-1.html", "jobs/clean-1.html"):
+        page.goto((out / name).as_uri())
+        # the page itself never scrolls sideways; wide tables scroll in their own box
+        assert page.evaluate("() => document.scrollingElement.scrollWidth <= window.innerWidth + 1"), name
+        found[name] = axe_violations(page)
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / f"fleet-{name.replace('/', '-')[:-5]}-{width}.png"), full_page=True)
+    context.close()
+    assert not any(found.values()), found
