@@ -329,3 +329,26 @@ def test_fleet_pages_fit_a_phone_and_a_laptop_and_axe_finds_nothing_serious(chro
         page.screenshot(path=str(SHOTS / f"fleet-{name.replace('/', '-')[:-5]}-{width}.png"), full_page=True)
     context.close()
     assert not any(found.values()), found
+
+
+def test_fleet_pages_follow_a_dark_system_preference_without_script(chromium, tmp_path):
+    from test_diagnoser_ux import axe_violations
+    src = tmp_path / "a.jsonl"
+    src.write_text("".join(json.dumps(_line(str(n), "gpu-ecc-error", ["n1", "n2"], ev_host="n1",
+                                            ended=f"2026-11-{1 + n:02d}T00:00:00Z")) + "\n" for n in range(6)))
+    out = tmp_path / "page"
+    assert fleet.main(["report", str(src), "-o", str(out)]) == 0
+    css = (out / "assets" / fleet.DARK_CSS).read_text()
+    assert css.startswith("@media (prefers-color-scheme: dark)") and "--md-default-bg-color" in css
+    background = "() => getComputedStyle(document.body).backgroundColor"
+    seen = {}
+    for scheme in ("light", "dark"):
+        context = chromium.new_context(color_scheme=scheme, bypass_csp=True)   # axe is injected inline
+        page = context.new_page()
+        for name in ("index.html", "jobs/gpu-ecc-error-1.html"):
+            page.goto((out / name).as_uri())
+            rgb = [int(x) for x in re.findall(r"\d+", page.evaluate(background))[:3]]
+            seen[(scheme, name)] = sum(rgb) / 3
+            assert not axe_violations(page), (scheme, name)
+        context.close()
+    assert all(seen[("light", n)] > 200 and seen[("dark", n)] < 80 for n in ("index.html", "jobs/gpu-ecc-error-1.html")), seen

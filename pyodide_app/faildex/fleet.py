@@ -246,6 +246,51 @@ def _site_css(template_dir: Path) -> list[Path]:
     return css + [own]
 
 
+DARK_CSS = "fleet-dark.css"
+
+
+def _top_rules(css: str) -> list[str]:
+    """The top-level rules of a stylesheet, each with its braces."""
+    rules, depth, start = [], 0, 0
+    for i, ch in enumerate(css):
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                rules.append(css[start:i + 1].strip())
+                start = i + 1
+    return rules
+
+
+def _slate_rules(css: str) -> list[str]:
+    """The rules for the slate scheme (with the indigo primary, or none), rewritten for the
+    page's scheme; inside an @media block, kept in it."""
+    out = []
+    for rule in _top_rules(css):
+        head, body = rule.split("{", 1)
+        head = head.strip()
+        if head.startswith("@media"):
+            inner = _slate_rules(body[:-1])
+            if inner:
+                out.append(head + "{" + "".join(inner) + "}")
+            continue
+        if head.startswith("@") or not all(s.strip().startswith("[data-md-color-scheme=slate]") for s in head.split(",")):
+            continue
+        if "data-md-color-primary=" in head and "data-md-color-primary=indigo]" not in head:
+            continue
+        out.append(rule.replace("[data-md-color-scheme=slate]", "[data-md-color-scheme=default]"))
+    return out
+
+
+def dark_css(sheets: list[Path]) -> str:
+    """The site's dark scheme for a page that runs no script (the theme switches schemes with
+    one): the stylesheets' rules for the slate scheme, made to apply to the page's scheme when
+    the reader's system prefers dark."""
+    rules = [r for sheet in sheets for r in _slate_rules(sheet.read_text(encoding="utf-8"))]
+    return "@media (prefers-color-scheme: dark) {\n" + "\n".join(rules) + "\n}\n"
+
+
 def render(agg: dict, out_dir: Path, site: str = SITE, sources: list[str] = ()) -> Path:
     try:
         import jinja2
@@ -258,6 +303,8 @@ def render(agg: dict, out_dir: Path, site: str = SITE, sources: list[str] = ()) 
     (out_dir / "assets").mkdir(exist_ok=True)
     for p in css:
         shutil.copyfile(p, out_dir / "assets" / p.name)
+    (out_dir / "assets" / DARK_CSS).write_text(dark_css(css), encoding="utf-8")
+    css = css + [out_dir / "assets" / DARK_CSS]
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(template_dir)),
                              autoescape=True, undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True)
