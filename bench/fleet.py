@@ -2,6 +2,7 @@
 
     python bench/fleet.py                       # 10,000 jobs, 100,000 lines
     python bench/fleet.py --jobs 2000 --lines 20000 --keep bench/out/fleet
+    python bench/fleet.py --page-only --days 30 --per-day 10000   # the page alone, 300,000 lines
 
 Each job folder holds one or two logs of a log-normal size (median 48 KB, at most
 4 MB): the NCCL start-up lines of entries/healthy/nccl-init-info.log for each of the
@@ -183,8 +184,58 @@ def make_jobs(out: Path, n_jobs: int, bad_hosts: list[str], seed: int, index: di
     return stats
 
 
+def page_only(days: int, per_day: int, seed: int, index: dict, work: Path) -> int:
+    """The page alone from days x per_day generated triage lines: 60 % clean, the failures
+    spread over every entry (Zipf-like: a few classes most of the time), 2,000 hosts, the
+    job model's first suspect on one of them, ended over the days. Prints the page build's
+    seconds, peak RSS, files and bytes written."""
+    rng = random.Random(seed)
+    ids = sorted(index["entries"])
+    weights = [1 / (k + 1) for k in range(len(ids))]
+    hosts = [f"gpu{n:04d}" for n in range(2000)]
+    lines = work / "lines.jsonl"
+    with open(lines, "w") as fh:
+        for d in range(days):
+            for j in range(per_day):
+                ended = f"2026-11-{1 + d % 28:02d}T{j * 24 // per_day:02d}:{j % 60:02d}:00Z" if days <= 28 else \
+                    time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(1_790_000_000 + d * 86400 + j * 86400 // per_day))
+                job_hosts = rng.sample(hosts, 2)
+                item = {"faildex_triage": 1, "job": f"j{d:02d}-{j:05d}", "ended": ended, "hosts": job_hosts,
+                        "index": index["digest"], "release": "bench", "files": 2, "versions": {}}
+                if rng.random() < 0.6:
+                    item.update(primary=None, outcome="clean", suspects=[], evidence=[])
+                else:
+                    eid = rng.choices(ids, weights)[0]
+                    e = index["entries"][eid]
+                    item.update(primary={"id": eid, "title": e["title"], "category": e["category"],
+                                         "severity": e["severity"], "url": e["url"], "confidence": 0.9},
+                                outcome="known",
+                                suspects=[{"rank": rng.randrange(64), "host": job_hosts[0], "kind": "crashed",
+                                           "why": "rank failed first"}],
+                                evidence=[{"entry": eid, "source": "rank0.log", "line": rng.randrange(1, 99999),
+                                           "text": f"RuntimeError: {eid} on {job_hosts[0]}", "host": job_hosts[0]}])
+                fh.write(json.dumps(item) + "\n")
+    size = lines.stat().st_size
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "pyodide_app"))
+    secs, rss, p = run_sampled(FAILDEX + ["fleet", "report", str(lines), "-o", str(work / "fleet")], env=env)
+    if p.returncode != 0:
+        print(p.stderr, file=sys.stderr)
+        return 1
+    files = [f for f in (work / "fleet").rglob("*") if f.is_file()]
+    pages = [f for f in files if f.suffix == ".html"]
+    print(f"fleet report: {days * per_day} lines ({days} days x {per_day} jobs, {size / 1e6:.0f} MB) in "
+          f"{secs:.1f} s, peak RSS {rss / 1e6:.0f} MB; wrote {len(pages)} pages, "
+          f"{sum(f.stat().st_size for f in pages) / 1e6:.1f} MB of HTML "
+          f"(index.html {(work / 'fleet' / 'index.html').stat().st_size / 1e3:.0f} KB), "
+          f"{sum(f.stat().st_size for f in files) / 1e6:.1f} MB in all")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--page-only", action="store_true", help="only the page, from generated triage lines")
+    ap.add_argument("--days", type=int, default=30)
+    ap.add_argument("--per-day", type=int, default=10_000)
     ap.add_argument("--jobs", type=int, default=10_000)
     ap.add_argument("--lines", type=int, default=100_000)
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
@@ -200,6 +251,11 @@ def main() -> int:
     if work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True)
+    if args.page_only:
+        rc = page_only(args.days, args.per_day, args.seed, index, work)
+        if not args.keep:
+            shutil.rmtree(work)
+        return rc
     bad = ["gpu0137", "gpu0291", "gpu0404"]
     t0 = time.perf_counter()
     stats = make_jobs(work / "jobs", args.jobs, bad, args.seed, index)
