@@ -352,3 +352,48 @@ def test_fleet_pages_follow_a_dark_system_preference_without_script(chromium, tm
             assert not axe_violations(page), (scheme, name)
         context.close()
     assert all(seen[("light", n)] > 200 and seen[("dark", n)] < 80 for n in ("index.html", "jobs/gpu-ecc-error-1.html")), seen
+
+
+def test_a_fleet_of_real_logs_triaged_then_paged_charted_and_counted(tmp_path, index_file, capsys):
+    # 200+ job folders of real logs (the dev corpora: single logs and multi-rank runs), their
+    # logs last written over 12 days; triage, the page, the metrics: every link resolves
+    import shutil
+    from bench.which_rank import load_manifest
+    sources = [[p] for p in sorted((ROOT / "tests" / "corpus" / "dev").glob("*.log"))]
+    runs = ROOT / "tests" / "corpus" / "ranks" / "dev"
+    sources += [[runs / it["id"] / f for f in it["files"] if (runs / it["id"] / f).is_file()]
+                for it in load_manifest("dev")]
+    n = 0
+    for k in range(2):
+        for files in sources:
+            job = tmp_path / "jobs" / f"job-{n:04d}"
+            job.mkdir(parents=True)
+            for f in files:
+                shutil.copyfile(f, job / f.name)
+                ts = 1_796_000_000 + (n % 12) * 86400 + n * 37
+                os.utime(job / f.name, (ts, ts))
+            n += 1
+    assert n >= 200
+    lines = tmp_path / "triage.jsonl"
+    assert triage.main([str(tmp_path / "jobs" / "*"), "-o", str(lines), "--jobs", "2"], index_path=index_file) == 0
+    triaged = read_lines(lines)
+    assert len(triaged) == n and {x["outcome"] for x in triaged} >= {"known", "clean"}
+    out = tmp_path / "page"
+    assert fleet.main(["report", str(lines), "-o", str(out)]) == 0
+    index_html = (out / "index.html").read_text()
+    pages = [out / "index.html"] + sorted((out / "jobs").glob("*.html"))
+    for page in pages:
+        html = page.read_text()
+        for href in re.findall(r'href="((?:jobs/|\.\./)?[\w.-]+\.html)"', html):
+            assert (page.parent / href).resolve().is_file(), (page.name, href)
+    assert index_html.count("<rect ") == 12                      # one bar per day
+    known = [x for x in triaged if x["primary"]]
+    eid = max({x["primary"]["id"] for x in known}, key=lambda e: sum(x["primary"]["id"] == e for x in known))
+    listed = re.findall(r'<tr id="job-(job-\d+)">', (out / "jobs" / f"{eid}-1.html").read_text())
+    theirs = [x for x in known if x["primary"]["id"] == eid]
+    assert len(theirs) <= fleet.PAGE_SIZE and sorted(listed) == sorted(x["job"] for x in theirs)
+    by_job = {x["job"]: x["ended"] for x in theirs}
+    assert [by_job[j] for j in listed] == sorted(by_job.values(), reverse=True)     # newest first
+    assert fleet.main(["metrics", str(lines)]) == 0
+    metrics = capsys.readouterr().out
+    assert f'faildex_failures{{entry="{eid}"' in metrics and f'faildex_jobs{{outcome="known"}} {len(known)}' in metrics
