@@ -354,6 +354,11 @@ def test_fleet_pages_follow_a_dark_system_preference_without_script(chromium, tm
     assert all(seen[("light", n)] > 200 and seen[("dark", n)] < 80 for n in ("index.html", "jobs/gpu-ecc-error-1.html")), seen
 
 
+def html_unescape(s: str) -> str:
+    import html
+    return html.unescape(s)
+
+
 def test_a_fleet_of_real_logs_triaged_then_paged_charted_and_counted(tmp_path, index_file, capsys):
     # 200+ job folders of real logs (the dev corpora: single logs and multi-rank runs), their
     # logs last written over 12 days; triage, the page, the metrics: every link resolves
@@ -375,7 +380,8 @@ def test_a_fleet_of_real_logs_triaged_then_paged_charted_and_counted(tmp_path, i
             n += 1
     assert n >= 200
     lines = tmp_path / "triage.jsonl"
-    assert triage.main([str(tmp_path / "jobs" / "*"), "-o", str(lines), "--jobs", "2"], index_path=index_file) == 0
+    assert triage.main([str(tmp_path / "jobs" / "*"), "-o", str(lines), "--jobs", "2",
+                        "--reports", str(tmp_path / "reports")], index_path=index_file) == 0
     triaged = read_lines(lines)
     assert len(triaged) == n and {x["outcome"] for x in triaged} >= {"known", "clean"}
     out = tmp_path / "page"
@@ -394,6 +400,16 @@ def test_a_fleet_of_real_logs_triaged_then_paged_charted_and_counted(tmp_path, i
     assert len(theirs) <= fleet.PAGE_SIZE and sorted(listed) == sorted(x["job"] for x in theirs)
     by_job = {x["job"]: x["ended"] for x in theirs}
     assert [by_job[j] for j in listed] == sorted(by_job.values(), reverse=True)     # newest first
+    # each listed job has its own page, made from the same view as the CLI's text report
+    from faildex.render import to_text, view
+    for x in theirs[:10]:
+        report = json.loads(Path(x["report"]).read_text())
+        job_page = (out / "jobs" / f"job-{x['job']}.html").read_text()
+        v = view(report)
+        assert html_unescape(v["primary"]["title"]) in html_unescape(job_page) and v["primary"]["link"] in job_page
+        if v["verdict"]:
+            assert html_unescape(v["verdict"]) in html_unescape(job_page) and v["verdict"] in to_text(report)
+        assert all(e["at"] in job_page for e in v["evidence"])
     assert fleet.main(["metrics", str(lines)]) == 0
     metrics = capsys.readouterr().out
     assert f'faildex_failures{{entry="{eid}"' in metrics and f'faildex_jobs{{outcome="known"}} {len(known)}' in metrics

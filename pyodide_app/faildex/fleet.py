@@ -20,6 +20,7 @@ import os
 import shutil
 import sys
 import heapq
+import re
 from collections import Counter, defaultdict
 from datetime import datetime
 from pathlib import Path
@@ -178,6 +179,7 @@ def _job_row(item: dict) -> dict:
             "where": f"{ev['source']}:{ev['line']}" if ev and "source" in ev else "",
             "text": (ev or {}).get("text", "")[:240], "path": item.get("path") or "",
             "files": item.get("files"), "error": item.get("error") or "",
+            "report": item.get("report") if isinstance(item.get("report"), str) else "",
             "hosts": len(item.get("hosts") or [])}
 
 
@@ -329,6 +331,23 @@ def render(agg: dict, out_dir: Path, site: str = SITE, sources: list[str] = ()) 
     titles = {"clean": "Jobs with no failure", "unmatched": "Jobs with errors but no known failure",
               "error": "Jobs that could not be read"}
     template = env.get_template("jobs.html.j2")
+    job_template = env.get_template("job.html.j2")
+    from .render import view
+    for rows in agg["jobs_listed"].values():
+        for r in rows:
+            # a listed job whose whole report was kept (triage --reports): a page of its own,
+            # from the same view as the CLI's text report and the support ticket
+            r["page"] = ""
+            if not r.get("report"):
+                continue
+            try:
+                report = json.loads(Path(r["report"]).read_text(encoding="utf-8"))
+                v = view(report, site)
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+            r["page"] = "job-" + re.sub(r"[^\w.-]", "_", r["job"])[:200] + ".html"
+            (out_dir / "jobs" / r["page"]).write_text(job_template.render(
+                css=[f"../assets/{p.name}" for p in css], site=site, row=r, v=v), encoding="utf-8")
     for key, rows in agg["jobs_listed"].items():
         total = dict(agg["classes"]).get(key) if key in agg["meta"] else agg["outcomes"].get(key, len(rows))
         names = list_pages(key, len(rows))

@@ -23,6 +23,7 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from datetime import datetime, timezone
 
 from . import InputError, __version__, diagnose, load_index
+from .render import to_json
 
 TRIAGE_FORMAT = 1
 LOG_SUFFIXES = (".gz", ".log", ".out", ".err", ".txt")
@@ -83,9 +84,18 @@ def iter_jobs(paths: list[str], job_id: re.Pattern | None, skipped: list[str]):
         yield jid, None, files
 
 
-def _init(index_path: str) -> None:
-    global _INDEX
+_REPORTS: str | None = None      # --reports: a folder for each job's whole report
+
+
+def _init(index_path: str, reports: str | None = None) -> None:
+    global _INDEX, _REPORTS
     _INDEX = load_index(index_path)
+    _REPORTS = reports
+
+
+def report_file(folder: str, jid: str) -> str:
+    """Where --reports keeps a job's report: its id made a file name."""
+    return os.path.join(folder, re.sub(r"[^\w.-]", "_", jid)[:200] + ".json")
 
 
 def triage_job(jid: str, folder: str | None, files: list[str], nodes: list[str]) -> dict:
@@ -108,7 +118,15 @@ def triage_job(jid: str, folder: str | None, files: list[str], nodes: list[str])
                     suspects=[], hosts=sorted(nodes), versions={})
     try:
         report = diagnose(files, index, workers=1)
-        return dict(line, **summary(report, index, folder, nodes))
+        line.update(summary(report, index, folder, nodes))
+        if _REPORTS:
+            # the whole report, for the fleet page's page of this job (rendered like the CLI's)
+            path = report_file(_REPORTS, jid)
+            with open(path + ".tmp", "w", encoding="utf-8") as fh:
+                fh.write(to_json(report))
+            os.replace(path + ".tmp", path)
+            line["report"] = os.path.abspath(path)
+        return line
     except InputError as err:
         message = str(err)
     except Exception as err:    # one job's surprise must not stop the other thousands
@@ -195,6 +213,9 @@ def main(argv: list[str], index_path: str | None = None) -> int:
                     help="hosts the scheduler ran the job on (one job only), added to hosts")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, metavar="N",
                     help="processes (default: one per core)")
+    ap.add_argument("--reports", metavar="DIR",
+                    help="also keep each job's whole report here (JSON); `faildex fleet report` "
+                         "then gives each listed job a page of its own")
     try:
         args = ap.parse_args(argv)
     except SystemExit as e:
@@ -217,6 +238,12 @@ def main(argv: list[str], index_path: str | None = None) -> int:
         print(f"faildex triage: cannot read the index: {err}", file=sys.stderr)
         return 2
     nodes = [n for n in args.nodes.split(",") if n.strip()]
+    if args.reports:
+        try:
+            os.makedirs(args.reports, exist_ok=True)
+        except OSError as err:
+            print(f"faildex triage: --reports {args.reports}: {err.strerror or err}", file=sys.stderr)
+            return 2
     if args.output:
         try:
             done = done_jobs(args.output)
@@ -245,7 +272,7 @@ def main(argv: list[str], index_path: str | None = None) -> int:
 
     try:
         if workers == 1:
-            _init(index_path)
+            _init(index_path, args.reports)
             for jid, folder, files in jobs:
                 if jid in done:
                     counts["skipped"] += 1
@@ -253,7 +280,7 @@ def main(argv: list[str], index_path: str | None = None) -> int:
                 done.add(jid)
                 write(triage_job(jid, folder, files, nodes))
         else:
-            with ProcessPoolExecutor(workers, initializer=_init, initargs=(index_path,)) as pool:
+            with ProcessPoolExecutor(workers, initializer=_init, initargs=(index_path, args.reports)) as pool:
                 pending = set()
                 for jid, folder, files in jobs:
                     if jid in done:
