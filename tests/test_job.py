@@ -149,9 +149,14 @@ def _rows(part):
 # the same with the engine of the session's start (c15f005); measured once. f08 (a miss, found by
 # the one-story test: a shipper's "TIMESTAMP HOST [rankN]:" lines lost their rank) was read and moved
 # to dev; now 34/35 (97.1 %)
+# sealed-g (36 runs, made by a helper from its own script at the end of the 2026-12-05 session,
+# after every engine change of that session): 34/36 (94.4 %), torchrun's block 22/36; the same
+# 34/36 with the engine of the session's start (c15f005); measured once, none read; in one run
+# (g31, a collective mismatch by its manifest) the block is right and faildex is not
 THRESHOLDS = {"dev": 0.78, "sealed": 0.95, "sealed-b": 0.95, "sealed-c": 0.90, "sealed-d": 0.85, "sealed-e": 0.88,
-              "sealed-f": 0.88}
-KNOWN_WORSE = {"sealed-e": "e07 and e20: torchrun's Root Cause block names the culprit and faildex does not"}
+              "sealed-f": 0.88, "sealed-g": 0.88}
+KNOWN_WORSE = {"sealed-e": "e07 and e20: torchrun's Root Cause block names the culprit and faildex does not",
+               "sealed-g": "g31: torchrun's Root Cause block names the culprit and faildex does not"}
 
 
 @pytest.mark.parametrize("part", [pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=KNOWN_WORSE[p]))
