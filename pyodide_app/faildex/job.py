@@ -936,7 +936,11 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
             job["undecided"] = [suspects[0]["rank"], suspects[1]["rank"]]
     out["suspects"] = suspects
     job["ranks"] = _rank_rows(events, known, first, res, own, coll, exits)
-    out["verdict"] = _verdict(suspects, job, coll, own) or (job["ras_note"] + "." if job.get("ras_note") else None)
+    # ranks with a log of their own (per-rank files, --log-dir): "its own lines are not in these
+    # logs" would be wrong for them; their log holds no traceback the model reads
+    own_logs = {r for o, r in source_ranks.items() if lines.get(o, 0) > 0}
+    out["verdict"] = (_verdict(suspects, job, coll, own, own_logs)
+                      or (job["ras_note"] + "." if job.get("ras_note") else None))
     return out
 
 
@@ -1035,7 +1039,12 @@ def job_exit(job: dict, rank: int):
     return next((r.get("exit") for r in job.get("ranks", []) if r["rank"] == rank), None)
 
 
-def _verdict(suspects: list[dict], job: dict, coll: dict, own: dict) -> str | None:
+def _unseen(rank: int, own_logs: set) -> str:
+    """Why a rank's own failure is not quoted: its log shows none, or its lines are not here."""
+    return "no traceback in its own log" if rank in own_logs else "its own lines not in these logs"
+
+
+def _verdict(suspects: list[dict], job: dict, coll: dict, own: dict, own_logs: set = frozenset()) -> str | None:
     """One sentence: who started it, and what the others did."""
     if not suspects:
         return None
@@ -1053,7 +1062,7 @@ def _verdict(suspects: list[dict], job: dict, coll: dict, own: dict) -> str | No
         code = job_exit(job, top["rank"])
         what = (_short(e) if e and e["kind"] != "signal" else
                 f"killed by {e['signal']}" if e else
-                f"exit code {code}, its own lines not in these logs" if code is not None else "an error")
+                f"exit code {code}, {_unseen(top['rank'], own_logs)}" if code is not None else "an error")
         # the same error raised by several ranks on their own (one bug in code every rank
         # runs): none of them is a victim of another, whichever printed first
         same = sorted(r for r, o in own.items() if e and _DIGITS.sub("N", _short(o)) == _DIGITS.sub("N", _short(e)))
