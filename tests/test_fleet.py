@@ -413,3 +413,21 @@ def test_a_fleet_of_real_logs_triaged_then_paged_charted_and_counted(tmp_path, i
     assert fleet.main(["metrics", str(lines)]) == 0
     metrics = capsys.readouterr().out
     assert f'faildex_failures{{entry="{eid}"' in metrics and f'faildex_jobs{{outcome="known"}} {len(known)}' in metrics
+
+
+def test_the_fleet_page_starts_with_the_failures_of_the_last_24_hours(tmp_path):
+    lines = [_line("old", "gpu-ecc-error", ["n1"], ended="2026-12-02T09:00:00Z"),
+             _line("day-before", "cuda-out-of-memory", ["n1"], ended="2026-12-03T09:59:00Z"),
+             _line("recent-1", "cuda-out-of-memory", ["n1"], ended="2026-12-03T10:01:00Z"),
+             _line("recent-2", "nvlink-error", ["n2"], ended="2026-12-04T08:00:00Z"),
+             _line("newest", None, ["n3"], ended="2026-12-04T10:00:00Z")]     # clean: sets the clock only
+    lines[3]["suspects"] = [{"rank": 5, "host": "n2", "kind": "crashed", "why": "x"}]
+    src = tmp_path / "a.jsonl"
+    src.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    assert [r["job"] for r in fleet.latest_failures(fleet.aggregate([str(src)]))] == ["recent-2", "recent-1"]
+    assert fleet.main(["report", str(src), "-o", str(tmp_path / "p")]) == 0
+    html = (tmp_path / "p" / "index.html").read_text()
+    latest = html[html.index('id="latest"'):html.index('id="changes"')]
+    assert latest.index("recent-2") < latest.index("recent-1") and "old" not in latest
+    assert "rank 5 on n2" in latest and 'href="jobs/nvlink-error-1.html"' in latest
+    assert html.index('id="latest"') < html.index('id="drain"')

@@ -22,7 +22,7 @@ import sys
 import heapq
 import re
 from collections import Counter, defaultdict
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from .render import SITE
@@ -227,6 +227,25 @@ def changes(agg: dict) -> dict:
             "new": [(e, now[e]) for e in new], "rising": [(e, before[e], now[e]) for e in rising]}
 
 
+MAX_LATEST = 50
+
+
+def latest_failures(agg: dict) -> list[dict]:
+    """The failed jobs of the 24 hours before the newest job's end, newest first (the on-call
+    engineer's first question), at most MAX_LATEST; each row with its class."""
+    rows = [dict(r, entry=k) for k, listed in agg["jobs_listed"].items() if k in agg["meta"] for r in listed]
+    ended = [r["ended"] for k, listed in agg["jobs_listed"].items() for r in listed if r["ended"]]
+    if not rows or not ended:
+        return []
+    try:
+        newest = datetime.strptime(max(ended)[:19], "%Y-%m-%dT%H:%M:%S")
+    except ValueError:
+        return []
+    cutoff = (newest - timedelta(hours=24)).strftime("%Y-%m-%dT%H:%M:%S")
+    recent = [r for r in rows if r["ended"][:19] >= cutoff]
+    return sorted(recent, key=lambda r: (r["ended"], r["job"]), reverse=True)[:MAX_LATEST]
+
+
 def _template_dir() -> Path:
     for d in (PACKAGE_DIR / "fleet", PACKAGE_DIR.parent.parent / "site_template" / "fleet"):
         if (d / "fleet.html.j2").is_file():
@@ -317,16 +336,8 @@ def render(agg: dict, out_dir: Path, site: str = SITE, sources: list[str] = ()) 
         cells = [row.get(eid, 0) for eid in week_classes]
         weeks.append({"week": w, "jobs": agg["week_jobs"][w], "failed": sum(row.values()),
                       "cells": cells, "other": sum(row.values()) - sum(cells)})
-    html = env.get_template("fleet.html.j2").render(
-        agg=agg, site=site, css=[f"assets/{p.name}" for p in css], weeks=weeks,
-        chart=day_chart(agg), changes=changes(agg), min_culprit=MIN_CULPRIT_JOBS, max_hosts=MAX_DRAIN_SHOWN,
-        drain=agg["drain"][:MAX_DRAIN_SHOWN], drain_more=max(0, len(agg["drain"]) - MAX_DRAIN_SHOWN),
-        week_classes=week_classes, hardware=HARDWARE_ENTRIES, min_jobs=MIN_JOBS_TO_DRAIN,
-        sources=[os.path.basename(s) for s in sources],
-        failed=sum(c for _, c in agg["classes"]))
-    page = out_dir / "index.html"
-    page.write_text(html, encoding="utf-8")
-    # one list per failure class and per outcome, paged, most recent first
+    # first each listed job's own page (the index and the lists link to it), then the index,
+    # then one list per failure class and per outcome, paged, most recent first
     (out_dir / "jobs").mkdir(exist_ok=True)
     titles = {"clean": "Jobs with no failure", "unmatched": "Jobs with errors but no known failure",
               "error": "Jobs that could not be read"}
@@ -348,6 +359,16 @@ def render(agg: dict, out_dir: Path, site: str = SITE, sources: list[str] = ()) 
             r["page"] = "job-" + re.sub(r"[^\w.-]", "_", r["job"])[:200] + ".html"
             (out_dir / "jobs" / r["page"]).write_text(job_template.render(
                 css=[f"../assets/{p.name}" for p in css], site=site, row=r, v=v), encoding="utf-8")
+    html = env.get_template("fleet.html.j2").render(
+        agg=agg, site=site, css=[f"assets/{p.name}" for p in css], weeks=weeks,
+        chart=day_chart(agg), changes=changes(agg), min_culprit=MIN_CULPRIT_JOBS, max_hosts=MAX_DRAIN_SHOWN,
+        latest=latest_failures(agg),
+        drain=agg["drain"][:MAX_DRAIN_SHOWN], drain_more=max(0, len(agg["drain"]) - MAX_DRAIN_SHOWN),
+        week_classes=week_classes, hardware=HARDWARE_ENTRIES, min_jobs=MIN_JOBS_TO_DRAIN,
+        sources=[os.path.basename(s) for s in sources],
+        failed=sum(c for _, c in agg["classes"]))
+    page = out_dir / "index.html"
+    page.write_text(html, encoding="utf-8")
     for key, rows in agg["jobs_listed"].items():
         total = dict(agg["classes"]).get(key) if key in agg["meta"] else agg["outcomes"].get(key, len(rows))
         names = list_pages(key, len(rows))
