@@ -103,7 +103,7 @@ class Diagnosis:
         Feed it with .feed(bytes), finish it with .end_range(is_last), and give the
         parts of one input, in order, to adopt_ranges(). Ranges can be scanned in other
         processes or workers: a finished part holds plain data only."""
-        order = self._source(name, False).order
+        order = self.order_of(name)
         return Source(name, order, self.plan, self.baseline_mode, offset=offset,
                       prev_tail=bytes(prev_tail))
 

@@ -174,13 +174,14 @@ def _job_row(item: dict) -> dict:
     suspect), the first line, where its logs are."""
     s = next((s for s in item.get("suspects") or [] if isinstance(s, dict)), None)
     ev = next((e for e in item.get("evidence") or [] if isinstance(e, dict)), None)
-    return {"job": str(item["job"]), "ended": item.get("ended") or "",
-            "rank": s.get("rank") if s else None, "host": (s or {}).get("host") or (ev or {}).get("host") or "",
+    rank = s.get("rank") if s else None
+    host = (s or {}).get("host") or (ev or {}).get("host") or ""
+    suspect = " on ".join(x for x in (f"rank {rank}" if rank is not None else "", host) if x)
+    return {"job": str(item["job"]), "ended": item.get("ended") or "", "suspect": suspect,
             "where": f"{ev['source']}:{ev['line']}" if ev and "source" in ev else "",
             "text": (ev or {}).get("text", "")[:240], "path": item.get("path") or "",
-            "files": item.get("files"), "error": item.get("error") or "",
-            "report": item.get("report") if isinstance(item.get("report"), str) else "",
-            "hosts": len(item.get("hosts") or [])}
+            "error": item.get("error") or "",
+            "report": item.get("report") if isinstance(item.get("report"), str) else ""}
 
 
 def list_pages(key: str, n_jobs: int) -> list[str]:
@@ -455,23 +456,15 @@ def main(argv: list[str]) -> int:
         if len(warnings) <= 5:
             print(f"faildex fleet: {msg}", file=sys.stderr)
 
-    if args.cmd == "metrics":
-        try:
-            text = metrics(aggregate(args.lines, warn))
+    try:
+        agg = aggregate(args.lines, warn)
+        if args.cmd == "metrics":
+            text = metrics(agg)
             if args.output:
                 write_atomically(Path(args.output), text)
             else:
                 sys.stdout.write(text)
-        except FleetError as err:
-            print(f"faildex fleet: {err}", file=sys.stderr)
-            return 2
-        except OSError as err:
-            print(f"faildex fleet: {args.output}: {err.strerror or err}", file=sys.stderr)
-            return 2
-        return 0
-
-    try:
-        agg = aggregate(args.lines, warn)
+            return 0
         site = args.site if args.site.endswith("/") else args.site + "/"
         page = render(agg, Path(args.output), site, args.lines)
     except FleetError as err:

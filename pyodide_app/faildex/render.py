@@ -24,20 +24,19 @@ def _at(f: dict) -> str:
 
 
 def view(report: dict, site: str = SITE) -> dict:
-    """What every rendering shows, decided once (plain data): the text report, the Markdown
-    ticket and the browser render this, not the report. A new report field is shown by
-    adding it here and to the renderings that want it."""
+    """What a rendering shows, decided once (plain data): the text report, the Markdown
+    ticket and the fleet's page of a job render this, not the report (the browser's
+    diagnose.js still formats the report itself). A new report field is shown by adding it
+    here and to the renderings that want it."""
     facts = report["facts"]
     p = report["primary"]
     u = report.get("unmatched")
     job = report.get("job") or {}
     rows = job.get("timeline") or []
-    first_error = lambda f: f and {"at": _at(f), "text": f["text"], "source": f["source"], "line": f["line"]}  # noqa: E731
     v: dict = {
         "notes": [f"{i['name']}: {'; '.join(i['messages'])}" for i in report["inputs"]
                   if i["status"] != "ok" or i["messages"]],
         "verdict": report.get("verdict"),
-        "outcome": "known" if p else "unmatched" if u else "clean",
         # one row per run of ranks in the same state, only when there are several
         "ranks": [dict(r, line=timeline_line(r)) for r in rows] if len(rows) > 1 else [],
         "suspects": [{"rank": s["rank"], "scope": _scope(s), "host": s.get("host", ""), "kind": s["kind"],
@@ -47,8 +46,8 @@ def view(report: dict, site: str = SITE) -> dict:
                      for s in report.get("suspects") or []],
         "primary": p and dict(p, link=f"{site}{p['url']}"),
         "first_seen": None,
-        "unmatched": u and {"first_error": first_error(u.get("first_error")),
-                            "last_exception": first_error(u.get("last_exception")),
+        "unmatched": u and {k: u.get(k) and {"at": _at(u[k]), "text": u[k]["text"]}
+                            for k in ("first_error", "last_exception")} | {
                             "nearest": [{"id": n["id"], "title": n["title"]} for n in u.get("nearest", [])]},
         "next": report["next_action"] and dict(report["next_action"],
                                                command_lines=(report["next_action"].get("command") or "").splitlines()),

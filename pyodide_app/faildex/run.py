@@ -107,9 +107,7 @@ def _pump(proc: subprocess.Popen, diagnosis: Diagnosis) -> None:
             fd = key.fd
             try:
                 chunk = os.read(fd, READ)
-            except BlockingIOError:
-                continue
-            except InterruptedError:
+            except (BlockingIOError, InterruptedError):
                 continue
             if not chunk:
                 sel.unregister(fd)
