@@ -392,7 +392,8 @@ class SiteBuild:
         self.env = jinja2.Environment(
             loader=jinja2.FileSystemLoader(str(self.template_dir / "pages")),
             autoescape=True, finalize=finalize, trim_blocks=True,
-            lstrip_blocks=True, keep_trailing_newline=True)
+            lstrip_blocks=True, keep_trailing_newline=True,
+            auto_reload=False)   # one build, one environment: no stat of a template per include
         self.env.filters.update(prose=prose, inline=inline, code=code_text, front=front,
                                 first_sentence=first_sentence, host=url_host)
         self.env.globals.update(sections=S.ENTRY_SECTIONS, software_names=SOFTWARE_NAMES,
