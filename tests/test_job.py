@@ -71,6 +71,24 @@ def test_a_restarting_job_is_read_from_its_first_attempt(index):
     assert "the restart then failed too" in r["verdict"]
 
 
+def test_the_rank_whose_traceback_ends_in_another_collective_is_the_odd_one(index):
+    # dev c23: rank 7 calls all_gather where ranks 0-6 call all_reduce; every rank then fails
+    # with a Gloo timeout or a closed connection, and only the tracebacks differ
+    run = RANKS / "dev" / "sealed-c-c23"
+    files = sorted(str(p) for p in run.glob("*.log"))
+    r = diagnose(files, index)
+    assert first(r)["rank"] == 7 and first(r)["kind"] == "op-mismatch"
+    assert "all_gather" in first(r)["why"] and "ranks 0-6 called all_reduce" in first(r)["why"]
+    assert r["verdict"].startswith("Rank 7 ran another collective than its peers: it called all_gather")
+    assert r["primary"]["id"] == "collective-mismatch-desync"
+    # the same in one console (--tee), where rank 5 broadcasts while 7 ranks all_reduce (dev b28)
+    r = diagnose([str(RANKS / "dev" / "sealed-b-b28-collective-mismatch-tee" / "console.log")], index)
+    assert first(r)["rank"] == 5 and "called broadcast" in first(r)["why"]
+    # two ranks' tracebacks cannot say which of them is the odd one
+    r = diagnose([str(run / "rank_0.log"), str(run / "rank_7.log")], index)
+    assert not r["suspects"] or first(r)["kind"] != "op-mismatch"
+
+
 def test_srun_task_is_a_node_when_torchrun_runs_inside(index, tmp_path):
     # `srun -l` puts the task number first; torchrun's [rankN] inside names the rank
     log = tmp_path / "srun.log"
@@ -153,10 +171,12 @@ def _rows(part):
 # after every engine change of that session): 34/36 (94.4 %), torchrun's block 22/36; the same
 # 34/36 with the engine of the session's start (c15f005); measured once, none read; in one run
 # (g31, a collective mismatch by its manifest) the block is right and faildex is not
-THRESHOLDS = {"dev": 0.78, "sealed": 0.95, "sealed-b": 0.95, "sealed-c": 0.90, "sealed-d": 0.85, "sealed-e": 0.88,
-              "sealed-f": 0.88, "sealed-g": 0.88}
-KNOWN_WORSE = {"sealed-e": "e07 and e20: torchrun's Root Cause block names the culprit and faildex does not",
-               "sealed-g": "g31: torchrun's Root Cause block names the culprit and faildex does not"}
+# 2026-12-05, fourth session: the odd traceback out (a rank whose collateral traceback ends in
+# another collective, or the same one called from another place, than its peers': dev c23,
+# b28): sealed 71/71, sealed-g 35/36 (g31 now right, unread), dev 52/58
+THRESHOLDS = {"dev": 0.85, "sealed": 0.97, "sealed-b": 0.95, "sealed-c": 0.90, "sealed-d": 0.85, "sealed-e": 0.88,
+              "sealed-f": 0.88, "sealed-g": 0.94}
+KNOWN_WORSE = {"sealed-e": "e07 and e20: torchrun's Root Cause block names the culprit and faildex does not"}
 
 
 @pytest.mark.parametrize("part", [pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=KNOWN_WORSE[p]))

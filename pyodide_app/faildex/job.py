@@ -78,6 +78,9 @@ _RAS_COUNT = re.compile(r"\b(?P<n>\d+) ranks? ha(?:ve|s) launched up to operatio
 # The last line of a Python traceback: "pkg.mod.Name: message" or a bare "Name".
 _EXC_LINE = re.compile(r"^(?P<name>(?:[A-Za-z_]\w*\.)*[A-Z]\w*)(?::\s?(?P<msg>.*))?$")
 _TB_HEAD = "Traceback (most recent call last)"
+# A frame of a Python traceback: '  File "/path/train.py", line 132, in sync_grads'
+_TB_FRAME = re.compile(r'^File "(?P<file>[^"]{1,1000})", line (?P<line>\d{1,9}), in (?P<func>\S{1,200})')
+TB_FRAMES = 8               # innermost frames kept of a traceback (where the rank was when it failed)
 # libstdc++'s verbose terminate handler: "terminate called after throwing an instance of 'T'"
 # and, on the next line, "  what():  <message>"
 _TERMINATE = re.compile(r"terminate called after throwing an instance of '(?P<type>[^']{1,200})'")
@@ -191,6 +194,11 @@ class JobLines:
                 e = self._event("error", meta, line_no, text, exc=None, msg=None, traceback=True)
                 if e is not None:
                     self.open_tb[key] = e
+            else:
+                self.open_tb[key].pop("frames", None)   # a chained exception: its own frames count
+            return
+        if self.open_tb and body.startswith('File "'):
+            self._frame(body, meta)
             return
         if "ChildFailedError" in rest:
             self.agent = True
@@ -243,6 +251,17 @@ class JobLines:
             self._event("fatal", meta, line_no, text, what=m.group("what"))
             return
         self._ras(rest, meta, line_no, text)
+
+    def _frame(self, body: str, meta: dict) -> None:
+        """A frame of the traceback open for the line's origin: kept (innermost last) so that
+        ranks that failed in another place than their peers can be told apart."""
+        e = self.open_tb.get(self._key(meta))
+        m = _TB_FRAME.match(body)
+        if e is None or e.get("native") or not m:
+            return
+        frames = e.setdefault("frames", [])
+        frames.append([m.group("file")[-300:], int(m.group("line")), m.group("func")])
+        del frames[:-TB_FRAMES]
 
     def _complete_traceback(self, text: str, meta: dict, rest: str, body: str, line_no: int) -> bool:
         """The line that ends an open traceback of the line's origin (its exception line, or a
@@ -392,7 +411,10 @@ class JobLines:
                     wrapper["kind"] = "agent-traceback"
                 continue
             if self.open_tb:
-                self._complete_traceback(text, meta, rest, body, line_no)
+                if body.startswith('File "'):
+                    self._frame(body, meta)
+                else:
+                    self._complete_traceback(text, meta, rest, body, line_no)
                 for key in [k for k, e in self.open_tb.items() if line_no - e["line"] > TRACEBACK_LINES]:
                     del self.open_tb[key]
         return in_report
@@ -842,8 +864,10 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
         if known:
             known |= set(range(max(known) + 1))
         silent = sorted(known - reporters)
-        picks: list[tuple[int, str, str]] = []
-        if mism:
+        # a rank whose traceback ends in another call than all its peers' did not do what they
+        # did: it called another collective, or the same one from another place (dev c23, b28)
+        picks: list[tuple[int, str, str]] = _odd_calls(coll)
+        if mism and not picks:
             # a rank aborted on receiving another size than it expected. Either its own tensor is
             # the odd one (a smaller tensor receives the others' bigger messages: sealed-b b26)
             # or a peer sent a bigger one (tests/data/hang/size, dev r22): the logs cannot tell,
@@ -993,6 +1017,53 @@ def _unordered(a: dict, b: dict) -> bool:
     return earlier(a, b) is None
 
 
+# where a traceback's path is library code, not the program's own (its call site is the
+# program's last frame before them)
+_LIBRARY = re.compile(r"[/\\](?:site-packages|dist-packages|lib[/\\]python\d[\d.]*)[/\\]|^<frozen ")
+
+
+def _call_site(e: dict) -> tuple | None:
+    """(the function the program called last, where it called it) from a traceback's frames:
+    ("all_gather", "sync_grads (train.py:130)")."""
+    frames = e.get("frames") or []
+    user = max((i for i, f in enumerate(frames) if not _LIBRARY.search(f[0])), default=None)
+    if user is None or user == len(frames) - 1:
+        return None       # the program failed in its own code: no call into a library to compare
+    file, line, func = frames[user]
+    inner = frames[user + 1:]
+    # the collective itself, under the c10d logger's wrapper
+    op = next((f[2] for f in inner if f[0].endswith("distributed_c10d.py")), inner[0][2])
+    base = file.replace("\\", "/").rsplit("/", 1)[-1]
+    return op, f"{func} ({base}:{line})"
+
+
+def _odd_calls(coll: dict[int, dict]) -> list[tuple[int, str, str]]:
+    """Ranks whose collateral traceback ends in another call, or the same call made from
+    another place, than the rest: the odd one out called what the others did not wait for.
+    Needs 3 or more ranks with frames, most of them at one place, and at most a quarter
+    (at least one) elsewhere: with fewer, nobody can tell which side is odd."""
+    sites = {r: _call_site(e) for r, e in coll.items()}
+    sites = {r: s for r, s in sites.items() if s is not None}
+    if len(sites) < 3:
+        return []
+    groups: dict[tuple, list[int]] = {}
+    for r in sorted(sites):
+        groups.setdefault(sites[r], []).append(r)
+    usual = max(groups, key=lambda k: (len(groups[k]), -groups[k][0]))
+    odd = sorted(r for r in sites if sites[r] != usual)
+    if not odd or len(groups[usual]) * 2 <= len(sites) or len(odd) > max(1, len(sites) // 4):
+        return []
+    op, where = usual
+    out = []
+    for r in odd:
+        rop, rwhere = sites[r]
+        what = (f"called {rop} from {rwhere}" if rop != op else f"called {rop} from another place, {rwhere}")
+        out.append((r, "op-mismatch", f"rank {r} {what} where {_ranks_text(groups[usual])} called {op} from "
+                                      f"{where} (their tracebacks): it ran another collective than its peers, "
+                                      f"who then failed waiting for it"))
+    return out
+
+
 def _suspect(rank: int, kind: str, res: _Resolver, evs: list[dict], why: str) -> dict:
     s = {"rank": rank, "kind": kind, "why": why, "source": "job",
          "evidence": [{"source": e["source"], "line": e["line"], "text": e["text"][:500]} for e in evs if e][:4]}
@@ -1080,6 +1151,9 @@ def _verdict(suspects: list[dict], job: dict, coll: dict, own: dict, own_logs: s
              (f"{_ranks_text(others)} timed out waiting for it" if others else top["why"]))
     elif top["kind"] == "exited":
         s = f"Rank {top['rank']}{where} ended{attempt} without an error of its own: {_ranks_text(others)} then lost their connection to it"
+    elif top["kind"] == "op-mismatch":
+        how = top["why"].split(" (their tracebacks)")[0].replace(f"rank {top['rank']} ", "it ", 1)
+        s = f"Rank {top['rank']}{where} ran another collective than its peers{attempt}: {how}; they then failed waiting for it"
     elif top["kind"] == "named":
         s = f"Rank {top['rank']}{where} is the one the job's own check names{attempt}: {top['why']}"
     else:
