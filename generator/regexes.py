@@ -19,6 +19,53 @@ MIN_ANCHOR = 4       # shortest literal worth scanning for
 UNBOUNDED = C.MAXREPEAT
 
 
+def parse(pattern: str) -> list:
+    """The parse tree every walker here reads: sre's, with an atomic group "(?>...)" read
+    as a non-capturing group (its content inlined) and a possessive repeat "x*+" as a greedy one (they match the
+    same text; only backtracking differs, and treating them as backtracking errs on the
+    safe side), and every sequence a list. One normaliser, so no walker can treat them
+    differently from another."""
+    parsed = P.parse(pattern)
+    tree = _norm(parsed)
+    tree.groupnames = {i: n for n, i in parsed.state.groupdict.items()}  # type: ignore[attr-defined]
+    return tree
+
+
+class _Tree(list):
+    """A normalised sequence (a list that can carry the group names)."""
+
+
+def _norm(items) -> "_Tree":
+    out = _Tree()
+    for op, av in items:
+        if op is C.ATOMIC_GROUP:
+            out.extend(_norm(av))     # as sre inlines a non-capturing group's content
+            continue
+        if op is C.POSSESSIVE_REPEAT:
+            op = C.MAX_REPEAT
+        if op is C.SUBPATTERN:
+            av = (*av[:-1], _norm(av[-1]))
+        elif op in (C.MAX_REPEAT, C.MIN_REPEAT):
+            av = (av[0], av[1], _norm(av[2]))
+        elif op is C.BRANCH:
+            av = (av[0], [_norm(b) for b in av[1]])
+        elif op in (C.ASSERT, C.ASSERT_NOT):
+            av = (av[0], _norm(av[1]))
+        out.append((op, av))
+    return out
+
+
+def children(op, av) -> list:
+    """The sequences inside one item (a group's content, a repeat's body, each branch)."""
+    if op is C.SUBPATTERN:
+        return [av[-1]]
+    if op in (C.MAX_REPEAT, C.MIN_REPEAT):
+        return [av[2]]
+    if op is C.BRANCH:
+        return list(av[1])
+    return []
+
+
 def _common_substrings(groups: list[list[str]], min_len: int = 3) -> list[str]:
     """Substrings of length >= min_len present in some literal of every group, maximal first."""
     if not groups or any(not g for g in groups):
@@ -64,7 +111,7 @@ def _literals(items) -> list[str]:
             if lead < len(inner):
                 flush()
                 runs.extend(_literals(inner[lead:]))
-        elif op in (C.MAX_REPEAT, C.MIN_REPEAT, C.POSSESSIVE_REPEAT):
+        elif op in (C.MAX_REPEAT, C.MIN_REPEAT):
             lo, hi, body = av
             body = list(body)
             if lo >= 1 and body and all(o is C.LITERAL for o, _ in body):
@@ -80,9 +127,6 @@ def _literals(items) -> list[str]:
             flush()
             branches = [_literals(list(b)) for b in av[1]]
             runs.extend(_common_substrings(branches))
-        elif op is C.ATOMIC_GROUP:
-            flush()
-            runs.extend(_literals(list(av)))
         else:
             flush()
     flush()
@@ -91,8 +135,7 @@ def _literals(items) -> list[str]:
 
 def required_literals(pattern: str) -> list[str]:
     """Literal strings that appear in every match of pattern, longest first."""
-    parsed = P.parse(pattern)
-    lits = [s for s in _literals(list(parsed)) if s]
+    lits = [s for s in _literals(parse(pattern)) if s]
     return sorted(set(lits), key=lambda s: (-len(s), s))
 
 
@@ -140,7 +183,7 @@ def branch_options(pattern: str, max_branches: int = 16) -> list[list[list[str]]
     def lits_of(seq):
         return sorted({x for x in _literals(seq) if x}, key=lambda x: (-len(x), x))
 
-    parsed = inline(list(P.parse(pattern)))
+    parsed = inline(parse(pattern))
     out = []
     for i, (op, av) in enumerate(parsed):
         alts = alternatives_at(op, av)
@@ -190,11 +233,7 @@ def _ambiguous_branch(items) -> bool:
                 if fc is None or not fc or fc & seen:
                     return True
                 seen |= fc
-            if any(_ambiguous_branch(list(b)) for b in av[1]):
-                return True
-        elif op is C.SUBPATTERN and _ambiguous_branch(list(av[-1])):
-            return True
-        elif op in (C.MAX_REPEAT, C.MIN_REPEAT) and _ambiguous_branch(list(av[2])):
+        if any(_ambiguous_branch(c) for c in children(op, av)):
             return True
     return False
 
@@ -205,16 +244,8 @@ def backtracking_risks(pattern: str) -> list[str]:
     wide_unbounded = 0
 
     def contains_unbounded(items) -> bool:
-        for op, av in items:
-            if op in (C.MAX_REPEAT, C.MIN_REPEAT) and av[1] == UNBOUNDED:
-                return True
-            if op is C.SUBPATTERN and contains_unbounded(list(av[-1])):
-                return True
-            if op in (C.MAX_REPEAT, C.MIN_REPEAT) and contains_unbounded(list(av[2])):
-                return True
-            if op is C.BRANCH and any(contains_unbounded(list(b)) for b in av[1]):
-                return True
-        return False
+        return any((op in (C.MAX_REPEAT, C.MIN_REPEAT) and av[1] == UNBOUNDED)
+                   or any(contains_unbounded(c) for c in children(op, av)) for op, av in items)
 
     def walk(items):
         nonlocal wide_unbounded
@@ -231,13 +262,11 @@ def backtracking_risks(pattern: str) -> list[str]:
                     reasons.append("an unbounded repeat of alternatives that can "
                                    "start with the same character, e.g. (a|ab)*")
                 walk(body)
-            elif op is C.SUBPATTERN:
-                walk(list(av[-1]))
-            elif op is C.BRANCH:
-                for b in av[1]:
-                    walk(list(b))
+            else:
+                for c in children(op, av):
+                    walk(c)
 
-    parsed = list(P.parse(pattern))
+    parsed = parse(pattern)
     walk(parsed)
     first = parsed[0] if parsed else None
     while first is not None and first[0] is C.SUBPATTERN:
@@ -440,8 +469,8 @@ def readable(pattern: str) -> str:
     """A regex written out as the text it matches: literals as they are, the first of
     several alternatives (and of a class of letters, [Cc]onnect), named groups as
     <name>, anything variable as "…"."""
-    parsed = P.parse(pattern)
-    names = {i: n for n, i in parsed.state.groupdict.items()}
+    parsed = parse(pattern)
+    names = parsed.groupnames
 
     def is_space(op, av) -> bool:
         return op is C.IN and all(o is C.CATEGORY and a is C.CATEGORY_SPACE for o, a in av)
@@ -460,7 +489,7 @@ def readable(pattern: str) -> str:
             elif op is C.SUBPATTERN:
                 group = av[0]
                 out.append(f"<{names[group]}>" if group in names else walk(av[-1]))
-            elif op in (C.MAX_REPEAT, C.MIN_REPEAT) or op is getattr(C, "POSSESSIVE_REPEAT", None):
+            elif op in (C.MAX_REPEAT, C.MIN_REPEAT):
                 lo, _, body = av
                 body = list(body)
                 single = len(body) == 1 and body[0][0] not in (C.SUBPATTERN, C.BRANCH)
@@ -476,7 +505,7 @@ def readable(pattern: str) -> str:
                 out.append("…")
         return re.sub(r"…(?:\s*…)+", "…", "".join(out))
 
-    return " ".join(walk(list(parsed)).split())
+    return " ".join(walk(parsed).split())
 
 
 def literal_runs(pattern: str) -> list[str]:
@@ -493,15 +522,10 @@ def literal_runs(pattern: str) -> list[str]:
             if cur:
                 runs.append("".join(cur))
                 cur = []
-            if op is C.SUBPATTERN:
-                walk(av[-1])
-            elif op in (C.MAX_REPEAT, C.MIN_REPEAT) or op is getattr(C, "POSSESSIVE_REPEAT", None):
-                walk(av[2])
-            elif op is C.BRANCH:
-                for branch in av[1]:
-                    walk(branch)
+            for c in children(op, av):
+                walk(c)
         if cur:
             runs.append("".join(cur))
 
-    walk(list(P.parse(pattern)))
+    walk(parse(pattern))
     return [r for r in dict.fromkeys(r.strip() for r in runs) if r]

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .healthy import engine_module
+
 KEBAB = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"
 SNAKE = r"^[a-z][a-z0-9_]*$"
 VERSION = r"^[0-9]+(?:\.[0-9]+){0,3}$"
@@ -44,8 +46,8 @@ CATEGORIES: dict[str, tuple[str, str]] = {
 
 SEVERITIES = ["low", "medium", "high", "critical"]
 STRENGTHS = ["defining", "supporting", "collateral", "context"]
-# Software whose versions the engine reads from logs and entries can pin.
-SOFTWARE = ["pytorch", "cuda", "cudnn", "nccl", "driver", "deepspeed", "vllm", "transformers", "python"]
+# Software whose versions the engine reads from logs and entries can pin (the engine's table)
+SOFTWARE = list(engine_module("context").SOFTWARE)
 
 
 # ---------------------------------------------------------------- the types

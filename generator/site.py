@@ -40,6 +40,7 @@ from markupsafe import Markup, escape
 from . import schema as S
 from . import validate
 from .loader import Entry, Problem
+from .healthy import engine_module
 from .regexes import readable
 from .text import clean, log_lines
 from .urls import page_url, relative_url
@@ -54,11 +55,7 @@ EXAMPLE_MAX_LINES = 400       # longer example files are cut on the page (linked
 LINE_MAX_CHARS = 1000
 SHOWN_TEXT_MAX = 240          # an error line shown in "What you will see" / the error index
 
-SOFTWARE_NAMES = {
-    "pytorch": "PyTorch", "cuda": "CUDA", "cudnn": "cuDNN", "nccl": "NCCL",
-    "driver": "NVIDIA driver", "deepspeed": "DeepSpeed", "vllm": "vLLM",
-    "transformers": "Transformers", "python": "Python",
-}
+SOFTWARE_NAMES = engine_module("context").SOFTWARE_NAME     # the engine's one software table
 SEVERITY_RANK = {s: i for i, s in enumerate(reversed(S.SEVERITIES))}  # critical first
 
 class SiteError(Exception):

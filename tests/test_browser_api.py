@@ -38,8 +38,13 @@ def test_a_whole_file_gives_the_engines_report_and_what_the_page_shows(index, in
     assert out["report"]["verdict"] == direct["verdict"] and out["report"]["verdict"]
     assert [x["rank"] for x in out["report"]["suspects"]] == [x["rank"] for x in direct["suspects"]]
     assert out["markdown"].startswith("#") and out["report"]["verdict"].split(" ")[1] in out["markdown"]
+    # the page renders the view the CLI's text and Markdown render (render.view), not the report
+    assert out["view"]["verdict"] == direct["verdict"]
+    assert [x["who"] for x in out["view"]["suspects"]] == [f"rank {x['rank']}" + (f" on {x['host']}" if x.get("host") else "")
+                                                           for x in direct["suspects"]]
     share = json.loads(out["share"])
-    assert share["v"] == 1 and share["suspects"][0]["rank"] == direct["suspects"][0]["rank"]
+    assert share["v"] == 2 and share["suspects"][0]["rank"] == direct["suspects"][0]["rank"]
+    assert share["verdict"] and share["fact_rows"] is not None and share["timeline"] == []
     for host in direct["facts"].get("hosts", []):
         assert host not in out["share"] and host not in out["markdown"]     # redacted
     # the next scan starts from nothing

@@ -7,6 +7,7 @@ import re
 import time
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -113,6 +114,19 @@ def test_no_signature_backtracks_catastrophically(index):
                 slow.append(f"{sig['entry']}/{sig['id']}: {spent:.1f}s on a 1 MB adversarial line")
                 break
     assert not slow, "\n".join(slow)
+
+
+@pytest.mark.parametrize("special, plain", [(r"foo(?>bar|baz)qux", r"foo(?:bar|baz)qux"),
+                                           (r"(?>(a+)+)b", r"(?:(a+)+)b"), (r"x*+y{2,}+z", r"x*y{2,}z")])
+def test_atomic_groups_and_possessive_repeats_read_as_their_plain_forms(special, plain):
+    # every walker over the regex tree reads generator.regexes.parse's one normalised tree:
+    # before it, the literals, the readable form and the backtracking check each treated
+    # "(?>...)" and "x*+" in their own way (the readable form of the first was "foo…qux")
+    from generator import regexes as R
+    for walker in (R.required_literals, R.readable, R.literal_runs, R.backtracking_risks, R.branch_options):
+        assert walker(special) == walker(plain), walker.__name__
+    if special.startswith("foo"):
+        assert R.readable(special) == "foobarqux"
 
 
 def test_300_mb_single_line_ending_in_the_error_in_bounded_memory(tmp_path, index):

@@ -24,7 +24,7 @@ import pickle
 
 from . import Diagnosis, DumpError, load_index
 from . import scan
-from .render import fact_label, redact, to_markdown
+from .render import redact, to_markdown, view
 from .suspects import is_artifact
 
 EXCERPT_MAX = 3000   # characters of log in a new-entry link (a URL of ~8 kB at most)
@@ -131,35 +131,36 @@ class Session:
     # ------------------------------------------------------------ the result
 
     def finish(self) -> str:
-        """The report and what the page shows beside it, as one JSON text."""
+        """The report, the view the page renders (render.view: the same the CLI prints) and
+        what the page offers beside it, as one JSON text."""
         r = self.d.report()
-        keys = set(r["facts"]) | {m["fact"] for m in r["missing"]}
-        return json.dumps({"report": r, "markdown": to_markdown(r, redact_it=True),
+        return json.dumps({"report": r, "view": view(r, ""), "markdown": to_markdown(r, redact_it=True),
                            "share": share_payload(r), "excerpt": excerpt(r),
                            "categories": {n["id"]: self.categories.get(n["id"]) for n in
-                                          (r.get("unmatched") or {}).get("nearest", [])},
-                           "labels": {k: fact_label(k) for k in keys}})
+                                          (r.get("unmatched") or {}).get("nearest", [])}})
+
+
+SHARE_VERSION = 2      # 2: the view (render.view); 1 (before 2026-12-05): report fields
 
 
 def share_payload(r: dict) -> str:
-    """The part of a report a share link carries (redacted JSON, versioned)."""
-    keep = {
-        "v": 1,
-        "primary": r["primary"] and {k: r["primary"].get(k) for k in ("id", "title", "confidence", "why", "url",
-                                                                       "band")},
-        "alternatives": [{k: a.get(k) for k in ("id", "title", "confidence", "why", "url", "band")}
-                         for a in r["alternatives"][:5]],
-        "collateral": [{k: c[k] for k in ("id", "title", "count", "ranks", "url")} for c in r["collateral"][:8]],
-        "evidence": [{k: e.get(k) for k in ("role", "entry", "source", "line", "text", "rank", "url")}
-                     for e in r["evidence"][:6]],
-        "facts": {k: v for k, v in r["facts"].items() if k not in ("hosts", "ranks")},
-        "missing": r["missing"],
-        "next_action": r["next_action"],
-        "suspects": [{k: s[k] for k in ("rank", "rank_scope", "pg", "host", "kind", "why") if k in s}
-                     for s in r["suspects"][:8]],
-        "inputs": [{"name": i["name"], "status": i["status"], "messages": i["messages"]} for i in r["inputs"]],
-        "labels": {k: fact_label(k) for k in set(r["facts"]) | {m["fact"] for m in r["missing"]}},
-    }
+    """What a share link carries: the view's head and findings, redacted (no log context
+    around the evidence, no unmatched lines, no timeline), versioned."""
+    v = view(r, "")
+    keep = {k: v[k] for k in ("verdict", "ranks", "band", "primary", "missing", "next")}
+    keep.update(
+        v=SHARE_VERSION, one_input=True, timeline=[], unmatched=None,
+        notes=[n for n in v["notes"]],
+        primary=v["primary"] and {k: v["primary"].get(k) for k in ("id", "title", "confidence", "why", "url", "band")},
+        alternatives=[{k: a.get(k) for k in ("id", "title", "confidence", "why", "url", "band")}
+                      for a in v["alternatives"]],
+        collateral=[{k: c[k] for k in ("id", "title", "count", "url", "ranks_text", "ranks", "files")}
+                    for c in v["collateral"][:8]],
+        evidence=[{k: e.get(k) for k in ("role", "entry", "where", "text", "url")} for e in v["evidence"][:6]],
+        suspects=[dict(s, evidence=[]) for s in v["suspects"][:8]],
+        fact_rows=[f for f in v["fact_rows"] if f["key"] not in ("hosts", "ranks")],
+        first_seen=None,
+    )
     return redact(json.dumps(keep, sort_keys=True), r["facts"].get("hosts", []))
 
 

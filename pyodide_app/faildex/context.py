@@ -64,25 +64,29 @@ PATTERNS: list[tuple[str, str, re.Pattern]] = [(f, k, re.compile(r)) for f, k, r
 
 KEYS = sorted({k for _, k, _ in PATTERNS})
 
-# Where each version fact comes from, and how to get it when the log lacks it.
-HOW_TO_GET = {
-    "pytorch_version": "python -c 'import torch; print(torch.__version__)'",
-    "cuda_version": "python -c 'import torch; print(torch.version.cuda)'; nvidia-smi",
-    "nccl_version": "python -c 'import torch; print(torch.cuda.nccl.version())' (or NCCL_DEBUG=INFO)",
-    "driver_version": "nvidia-smi --query-gpu=driver_version --format=csv,noheader",
-    "cudnn_version": "python -c 'import torch; print(torch.backends.cudnn.version())'",
-    "deepspeed_version": "ds_report | grep 'deepspeed info'",
-    "vllm_version": "python -c 'import vllm; print(vllm.__version__)'",
-    "transformers_version": "python -c 'import transformers; print(transformers.__version__)'",
-    "python_version": "python --version",
+# The software whose versions the engine reads from logs and entries pin (an entry's
+# `affects[].software`): key -> (its name, the fact holding its version, how to get the
+# version when the log lacks it). The one table: the schema, the reasoner, the renderings
+# and the site take their names from here.
+SOFTWARE = {
+    "pytorch": ("PyTorch", "pytorch_version", "python -c 'import torch; print(torch.__version__)'"),
+    "cuda": ("CUDA", "cuda_version", "python -c 'import torch; print(torch.version.cuda)'; nvidia-smi"),
+    "cudnn": ("cuDNN", "cudnn_version", "python -c 'import torch; print(torch.backends.cudnn.version())'"),
+    "nccl": ("NCCL", "nccl_version", "python -c 'import torch; print(torch.cuda.nccl.version())' (or NCCL_DEBUG=INFO)"),
+    "driver": ("NVIDIA driver", "driver_version", "nvidia-smi --query-gpu=driver_version --format=csv,noheader"),
+    "deepspeed": ("DeepSpeed", "deepspeed_version", "ds_report | grep 'deepspeed info'"),
+    "vllm": ("vLLM", "vllm_version", "python -c 'import vllm; print(vllm.__version__)'"),
+    "transformers": ("Transformers", "transformers_version",
+                     "python -c 'import transformers; print(transformers.__version__)'"),
+    "python": ("Python", "python_version", "python --version"),
 }
-SOFTWARE_FACT = {"pytorch": "pytorch_version", "cuda": "cuda_version", "cudnn": "cudnn_version",
-                 "nccl": "nccl_version", "driver": "driver_version",
-                 "deepspeed": "deepspeed_version", "vllm": "vllm_version",
-                 "transformers": "transformers_version", "python": "python_version"}
-SOFTWARE_NAME = {"pytorch": "PyTorch", "cuda": "CUDA", "cudnn": "cuDNN", "nccl": "NCCL",
-                 "driver": "NVIDIA driver", "deepspeed": "DeepSpeed", "vllm": "vLLM",
-                 "transformers": "Transformers", "python": "Python"}
+SOFTWARE_NAME = {k: name for k, (name, _, _) in SOFTWARE.items()}
+SOFTWARE_FACT = {k: fact for k, (_, fact, _) in SOFTWARE.items()}
+HOW_TO_GET = {fact: how for _, fact, how in SOFTWARE.values()}
+# the version facts, in the order the renderings list them (PyTorch first)
+VERSION_FACTS = ("pytorch_version", "cuda_version", "cudnn_version", "nccl_version", "driver_version",
+                 "python_version", "deepspeed_version", "vllm_version", "transformers_version")
+VERSION_LABELS = {fact: f"{name} version" for name, fact, _ in SOFTWARE.values()}
 
 
 def extract(text: str, facts: dict) -> None:

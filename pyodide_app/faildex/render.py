@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import json
 import re
+import time
+
+from .context import VERSION_FACTS, VERSION_LABELS
 
 SITE = "https://faildex.dev/"   # mkdocs.yml site_url: where entry links in reports point
 
@@ -23,11 +26,83 @@ def _at(f: dict) -> str:
     return f"{f['source']} record {f['record']}" if "record" in f else f"{f['source']}:{f['line']}"
 
 
+def where(f: dict) -> str:
+    """Where a finding is, with its origin: "rank 2 · host node-b · train.log:12"."""
+    bits = ([f"rank {f['rank']}"] if f.get("rank") is not None else []) + (
+        [f"host {f['host']}"] if f.get("host") else [])
+    return " · ".join(bits + [_at(f)])
+
+
+def rank_text(nums, max_parts: int = 12) -> str:
+    """Ranks as ranges ("0-5, 7, 9-511"): complete, or the first ranges and "and N more"."""
+    nums = sorted(set(nums))
+    parts: list[tuple[str, int]] = []
+    i = 0
+    while i < len(nums):
+        j = i
+        while j + 1 < len(nums) and nums[j + 1] == nums[j] + 1:
+            j += 1
+        parts.append((str(nums[i]) if i == j else f"{nums[i]}-{nums[j]}", j - i + 1))
+        i = j + 1
+    text = ", ".join(t for t, _ in parts[:max_parts])
+    rest = sum(n for _, n in parts[max_parts:])
+    return text + (f" and {rest} more" if rest else "")
+
+
+def _fact_text(key: str, value) -> str:
+    if not isinstance(value, list):
+        return str(value)
+    if key == "ranks":
+        return f"{len(value)} rank{'s' if len(value) != 1 else ''}: {rank_text(value)}"
+    return ", ".join(map(str, value[:12])) + (f" and {len(value) - 12} more" if len(value) > 12 else "")
+
+
+MAX_LANES = 8     # lanes of the browser's timeline; more fold into one lane per host
+
+
+def _natural(name: str) -> list:
+    return [int(x) if x.isdigit() else x for x in re.split(r"(\d+)", name)]
+
+
+def _lanes(items: list[dict], one_input: bool, by_time: bool) -> list[dict]:
+    """The timeline's lanes: one per rank (else per input), earliest first; past MAX_LANES,
+    lanes without a cause or a candidate fold into one per host."""
+    lanes: dict[str, dict] = {}
+    for t in items:
+        key = f"rank {t['rank']}" if t.get("rank") is not None else "the log" if one_input else t["source"]
+        lanes.setdefault(key, {"name": key, "rank": t.get("rank"), "items": []})["items"].append(t)
+    ordered = sorted(lanes.values(), key=lambda l: (min(t["time"] for t in l["items"]) if by_time else 0,
+                                                      _natural(l["name"])))
+    if len(ordered) <= MAX_LANES:
+        return ordered
+    odd = [l for l in ordered if any(t["role"] in ("initiating", "alternative") for t in l["items"])]
+    groups: dict[str, list[dict]] = {}
+    for l in ordered:
+        if l not in odd:
+            groups.setdefault(next((t["host"] for t in l["items"] if t.get("host")), ""), []).append(l)
+    folded = []
+    for host, ls in groups.items():
+        ranks = [l["rank"] for l in ls if l["rank"] is not None]
+        who = f"ranks {rank_text(ranks, 3)}" if len(ranks) == len(ls) else _plural(len(ls), "input")
+        folded.append({"name": f"{host + ' · ' if host else ''}{_plural(len(ls), 'rank')} ({who})",
+                       "folded": len(ls), "items": [t for l in ls for t in l["items"]]})
+    return odd + folded
+
+
+def _plural(n: int, one: str) -> str:
+    return f"{n} {one}{'' if n == 1 else 's'}"
+
+
+def clock(t: float) -> str:
+    """HH:MM:SS (UTC) of a Unix time."""
+    return time.strftime("%H:%M:%S", time.gmtime(t))
+
+
 def view(report: dict, site: str = SITE) -> dict:
     """What a rendering shows, decided once (plain data): the text report, the Markdown
-    ticket and the fleet's page of a job render this, not the report (the browser's
-    diagnose.js still formats the report itself). A new report field is shown by adding it
-    here and to the renderings that want it."""
+    ticket, the fleet's page of a job and the browser (diagnose.js, through browser.py)
+    render this, not the report. A new report field is shown by adding it here and to the
+    renderings that want it."""
     facts = report["facts"]
     p = report["primary"]
     u = report.get("unmatched")
@@ -39,35 +114,64 @@ def view(report: dict, site: str = SITE) -> dict:
         "verdict": report.get("verdict"),
         # one row per run of ranks in the same state, only when there are several
         "ranks": [dict(r, line=timeline_line(r)) for r in rows] if len(rows) > 1 else [],
-        "suspects": [{"rank": s["rank"], "scope": _scope(s), "host": s.get("host", ""), "kind": s["kind"],
+        "suspects": [{"rank": s["rank"], "scope": _scope(s), "rank_scope": s.get("rank_scope", "global"),
+                      "host": s.get("host", ""), "kind": s["kind"],
                       "why": s["why"],
                       "who": f"rank {s['rank']}" + _scope(s) + (f" on {s['host']}" if s.get("host") else ""),
                       "evidence": [{"at": _at(e), "text": e["text"]} for e in s["evidence"][:3]]}
                      for s in report.get("suspects") or []],
         "primary": p and dict(p, link=f"{site}{p['url']}"),
+        "band": p["band"] if p else "none" if u else "clean",
+        "one_input": len(report["inputs"]) <= 1,
         "first_seen": None,
-        "unmatched": u and {k: u.get(k) and {"at": _at(u[k]), "text": u[k]["text"]}
+        "unmatched": u and {k: u.get(k) and {"at": _at(u[k]), "where": where(u[k]), "text": u[k]["text"]}
                             for k in ("first_error", "last_exception")} | {
-                            "nearest": [{"id": n["id"], "title": n["title"]} for n in u.get("nearest", [])]},
+                            "nearest": [{"id": n["id"], "title": n["title"], "url": n["url"]}
+                                        for n in u.get("nearest", [])],
+                            "error_lines": u.get("error_lines") or 0},
         "next": report["next_action"] and dict(report["next_action"],
                                                command_lines=(report["next_action"].get("command") or "").splitlines()),
-        "evidence": [dict(e, at=_at(e), extra="".join(f" {k} {e[k]}" for k in ("rank", "host") if k in e))
+        "evidence": [dict(e, at=_at(e), where=where(e), extra="".join(f" {k} {e[k]}" for k in ("rank", "host") if k in e))
                      for e in report["evidence"]],
+
         "alternatives": report["alternatives"][:5],
-        "collateral": [dict(c, ranks_text=_ranges(c.get("ranks") or [])) for c in report["collateral"]],
+        "collateral": [dict(c, ranks_text=rank_text(c.get("ranks") or []),
+                            files=len({t["source"] for t in report.get("timeline") or [] if t["entry"] == c["id"]}))
+                       for c in report["collateral"]],
         "facts": [{"key": k, "label": fact_label(k), "value": val} for k, val in facts.items()
                   if val and k not in ("hosts", "ranks")],
+        # every fact as the browser lists it, hosts and ranks included
+        "fact_rows": [{"key": k, "label": fact_label(k), "text": _fact_text(k, val)} for k, val in facts.items()
+                      if val],
         "hosts": list(facts.get("hosts") or []),
-        "ranks_seen": _ranges(facts.get("ranks") or []),
+        "ranks_seen": rank_text(facts.get("ranks") or []),
         "environment": [(fact_label(k), facts[k]) for k in VERSION_FACTS if facts.get(k)],
         "launch": " ".join(f"{k}={facts[k]}" for k in LAUNCH_FACTS if facts.get(k)),
         "launch_command": facts.get("launch_command") or "",
         "missing": [dict(m, label=fact_label(m["fact"])) for m in report["missing"]],
         "baseline": report.get("baseline"),
     }
+    # the findings in time (or by line within each input, when not every one has a time): the
+    # browser draws them as lanes; one input whose rank rows say who did what draws none (its
+    # lanes would set "the log" beside "rank 0")
+    items = [dict(t, where=where(t), time=t.get("ts", t.get("ts_inherited"))) for t in report.get("timeline") or []]
+    by_time = bool(items) and all(isinstance(t["time"], (int, float)) for t in items)
+    v["timeline"] = None
+    if items and not (v["one_input"] and len(rows) > 1):
+        cause = next((t for t in items if t["role"] == "initiating"), None)
+        n = sum(t["role"] == "collateral" for t in items)
+        v["timeline"] = {
+            "by_time": by_time, "lanes": _lanes(items, v["one_input"], by_time),
+            "start": min(t["time"] for t in items) if by_time else None,
+            "end": max(t["time"] for t in items) if by_time else None,
+            "roles": sorted({t["role"] for t in items}),
+            "story": cause and by_time and (f"The first failure is at {clock(cause['time'])} UTC ({cause['where']}); "
+                                            f"{_plural(n, 'consequence')} follow."),
+        }
     if p and p.get("first_seen"):
         fs = p["first_seen"]
-        v["first_seen"] = {"at": f"{fs['source']}:{fs['line']}", "rank": fs.get("rank"), "host": fs.get("host")}
+        v["first_seen"] = {"at": f"{fs['source']}:{fs['line']}", "rank": fs.get("rank"), "host": fs.get("host"),
+                           "where": where(fs)}
     # the ticket's error block: the first evidence line, else the unmatched log's lines
     first = (report["evidence"][0] if report["evidence"] else (u or {}).get("last_exception")
              or (u or {}).get("first_error"))
@@ -155,21 +259,6 @@ def timeline_line(r: dict) -> str:
     return " · ".join(p for p in parts if p)
 
 
-def _ranges(nums: list[int]) -> str:
-    if not nums:
-        return ""
-    nums = sorted(set(nums))
-    parts, start, prev = [], nums[0], nums[0]
-    for n in nums[1:] + [None]:
-        if n is not None and n == prev + 1:
-            prev = n
-            continue
-        parts.append(str(start) if start == prev else f"{start}-{prev}")
-        if n is not None:
-            start = prev = n
-    return ",".join(parts)
-
-
 # ---------------------------------------------------------------- markdown
 
 def _fence(text: str) -> str:
@@ -180,18 +269,13 @@ def _fence(text: str) -> str:
 
 # Fact keys as a reader says them (the report keeps the keys; pages and tickets show these).
 FACT_LABELS = {
-    "cuda_version": "CUDA version", "cudnn_version": "cuDNN version", "nccl_version": "NCCL version",
-    "driver_version": "NVIDIA driver version", "pytorch_version": "PyTorch version",
-    "python_version": "Python version", "deepspeed_version": "DeepSpeed version",
-    "vllm_version": "vLLM version", "transformers_version": "Transformers version",
+    **VERSION_LABELS,
     "nproc_per_node": "processes per node", "nnodes": "nodes", "world_size": "world size",
     "rdzv_backend": "rendezvous backend", "rdzv_endpoint": "rendezvous endpoint",
     "max_restarts": "max restarts", "timeout_ms": "timeout (ms)", "timeout_s": "timeout (s)",
     "exitcode": "exit code", "exit_code": "exit code", "launch_command": "launch command",
     "initiating_log": "the log of the rank that failed first", "hosts": "hosts", "ranks": "ranks seen",
 }
-VERSION_FACTS = ("pytorch_version", "cuda_version", "cudnn_version", "nccl_version", "driver_version",
-                 "python_version", "deepspeed_version", "vllm_version", "transformers_version")
 LAUNCH_FACTS = ("launcher", "nnodes", "nproc_per_node", "world_size", "rdzv_backend", "rdzv_endpoint",
                 "max_restarts")
 

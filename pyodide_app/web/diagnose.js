@@ -32,7 +32,6 @@ let lastReport = null;
 let lastMarkdown = "";
 let lastShare = "";
 let lastExcerpt = "";
-let labels = {};            // fact key -> words (from the engine: render.fact_label)
 let categories = {};        // nearest entry id -> its category (where a new entry goes)
 let manifest = {};
 let droppedFiles = [];
@@ -42,42 +41,12 @@ let runStarted = 0;         // performance.now() when Diagnose started it
 
 // ---------------------------------------------------------------- words for the report
 
-// Confidence bands: the engine's own when it gives one, else from the number.
+// The confidence bands the engine gives (reason.band), in words.
 const BANDS = {
   certain: { word: "Certain", say: "The log matches this failure's defining message." },
   likely: { word: "Likely", say: "The log fits this failure best, but not beyond doubt." },
   guess: { word: "A guess", say: "Not sure: the log fits the failures below about as well." },
 };
-const UNSURE_BELOW = 0.5;
-function bandOf(x) {
-  if (x.band && BANDS[x.band]) return x.band;
-  return x.confidence >= 0.8 ? "certain" : x.confidence >= UNSURE_BELOW ? "likely" : "guess";
-}
-const label = (key) => labels[key] || key.replace(/_/g, " ");
-
-// Ranks as ranges ("0-5, 7, 9-511"): complete, or the first ranges and "and N more".
-function rankText(nums, maxParts = 12) {
-  const sorted = [...new Set(nums)].sort((a, b) => a - b);
-  const parts = [];
-  for (let i = 0; i < sorted.length; i++) {
-    let j = i;
-    while (j + 1 < sorted.length && sorted[j + 1] === sorted[j] + 1) j++;
-    parts.push({ text: i === j ? `${sorted[i]}` : `${sorted[i]}-${sorted[j]}`, n: j - i + 1 });
-    i = j;
-  }
-  if (parts.length <= maxParts) return parts.map((p) => p.text).join(", ");
-  const rest = parts.slice(maxParts).reduce((n, p) => n + p.n, 0);
-  return parts.slice(0, maxParts).map((p) => p.text).join(", ") + ` and ${rest} more`;
-}
-
-function where(f) {
-  if (!f) return "";
-  const bits = [];
-  if (f.rank !== undefined && f.rank !== null) bits.push(`rank ${f.rank}`);
-  if (f.host) bits.push(`host ${f.host}`);
-  bits.push(`${f.source}:${f.line}`);
-  return bits.join(" · ");
-}
 
 // ---------------------------------------------------------------- status and state
 
@@ -190,7 +159,6 @@ function onWorker(msg) {
     lastMarkdown = msg.markdown;
     lastShare = msg.share;
     lastExcerpt = msg.excerpt || "";
-    labels = msg.labels || {};
     categories = msg.categories || {};
     const rate = msg.bytes / Math.max(msg.seconds, 1e-3);
     // the size and speed only say something for a file of some size; for a paste they are noise
@@ -202,7 +170,7 @@ function onWorker(msg) {
     bar.dataset.mbps = (rate / 1e6).toFixed(1);
     bar.dataset.engineSeconds = (msg.engineSeconds || 0).toFixed(3);
     bar.dataset.workers = msg.workers || 1;
-    renderReport(msg.report, { source: runSource });
+    renderReport(msg.view, { source: runSource });
     // from Diagnose to the report on screen, by the page's clock (bench/browser.py)
     bar.dataset.seconds = ((performance.now() - runStarted) / 1000).toFixed(3);
   } else if (msg.type === "cancelled") {
@@ -323,44 +291,43 @@ function nextAction(na) {
 }
 
 function altCard(a) {
-  const band = bandOf(a);
-  return el("article", { class: `fdx-card fdx-band-${band}`, "data-entry-id": a.id },
-    el("p", {}, badge(band), ` confidence ${a.confidence.toFixed(2)}`),
+  return el("article", { class: `fdx-card fdx-band-${a.band}`, "data-entry-id": a.id },
+    el("p", {}, badge(a.band), ` confidence ${a.confidence.toFixed(2)}`),
     el("h4", {}, entryLink(a.id, a.url, a.title)),
     a.why ? el("p", { class: "fdx-why", text: a.why }) : null);
 }
 
-function head(r, opts) {
-  const p = r.primary;
-  const band = p ? bandOf(p) : r.unmatched ? "none" : "clean";
+// The page renders the engine's view of the report (render.view, the same the CLI's text
+// and Markdown render): what to say is decided there, how it looks here.
+function head(v, opts) {
+  const p = v.primary;
+  const band = v.band;
   const box = el("section", {
     class: `fdx-head fdx-band-${band}`, "data-testid": "primary", "data-entry-id": p ? p.id : "",
     "data-band": band, tabindex: "-1", "aria-labelledby": "fdx-head-title",
   });
-  // Who started it, in one sentence, and each rank's state (report.verdict, report.job.timeline:
-  // built by the engine's job model, the same rows the CLI prints)
-  if (r.verdict) box.append(el("p", { class: "fdx-story", "data-testid": "verdict", text: r.verdict }));
-  const rows = (r.job && r.job.timeline) || [];
-  if (rows.length > 1) box.append(rankRows(rows));
+  // Who started it, in one sentence, and each rank's state (the job model's, as the CLI prints)
+  if (v.verdict) box.append(el("p", { class: "fdx-story", "data-testid": "verdict", text: v.verdict }));
+  if (v.ranks.length) box.append(rankRows(v.ranks));
   if (p) {
     box.append(
       el("p", { class: "fdx-verdict" }, badge(band), " ",
         el("span", { "data-testid": "confidence" }, `${BANDS[band].say} (confidence ${p.confidence.toFixed(2)})`)),
       el("h2", { id: "fdx-head-title" }, entryLink(p.id, p.url, p.title)));
-    if (p.first_seen) box.append(el("p", { class: "fdx-where", "data-testid": "where" }, el("strong", { text: "First seen: " }), where(p.first_seen)));
+    if (v.first_seen) box.append(el("p", { class: "fdx-where", "data-testid": "where" }, el("strong", { text: "First seen: " }), v.first_seen.where));
     if (p.why) box.append(el("p", { class: "fdx-why", "data-testid": "why" }, el("strong", { text: "Why: " }), p.why));
     if (band === "guess") {
-      const alts = (r.alternatives || []).slice(0, 2);
+      const alts = v.alternatives.slice(0, 2);
       box.append(el("p", { class: "fdx-unsure", "data-testid": "not-sure" },
         el("strong", { text: "Not sure. " }),
         alts.length ? "Compare the candidates side by side; the entry pages say how to tell them apart."
           : "Only this entry matched, and only weakly: read its page and check that it fits."));
       box.append(el("div", { class: "fdx-compare", "data-testid": "compare" }, [p, ...alts].map(altCard)));
     }
-    box.append(nextAction(r.next_action));
-  } else if (r.unmatched) {
-    box.append(...unmatchedHead(r));
-  } else if (r.verdict || (r.suspects && r.suspects.length)) {
+    box.append(nextAction(v.next));
+  } else if (v.unmatched) {
+    box.append(...unmatchedHead(v.unmatched));
+  } else if (v.verdict || v.suspects.length) {
     // dumps or the job model name a rank, but no entry names what it did
     box.append(el("h2", { id: "fdx-head-title", text: "Which rank stopped the others" }),
       el("p", { text: "No entry matches what that rank printed; the suspects below say how it was found and what it was doing." }));
@@ -372,7 +339,7 @@ function head(r, opts) {
   // The rank or host that stopped the others, with the evidence: after the next step
   const suspects = el("div", { class: "fdx-suspects", "data-testid": "suspects-slot" });
   box.append(suspects);
-  renderSuspects(r, suspects);
+  renderSuspects(v, suspects);
   if (opts.source) box.append(el("p", { class: "fdx-from", "data-testid": "used" }, `Diagnosed ${opts.source.text}.`));
   return box;
 }
@@ -390,18 +357,17 @@ function rankRows(rows) {
 
 function errorLine(title, f) {
   if (!f) return null;
-  return el("div", { class: "fdx-errline" }, el("p", {}, el("strong", { text: title }), ` ${where(f)}`),
+  return el("div", { class: "fdx-errline" }, el("p", {}, el("strong", { text: title }), ` ${f.where}`),
     el("pre", {}, el("code", { text: f.text })));
 }
 
 // Nothing matched: the error lines, the nearest entries, a search, and a new entry.
-function unmatchedHead(r) {
-  const u = r.unmatched;
+function unmatchedHead(u) {
   const out = [el("h2", { id: "fdx-head-title", text: "No known failure matched, but the log holds errors" }),
-    el("p", { text: `faildex does not know this failure yet (${plural(u.error_lines || 0, "error line")} found). Start from these:` })];
+    el("p", { text: `faildex does not know this failure yet (${plural(u.error_lines, "error line")} found). Start from these:` })];
   out.push(el("div", { "data-testid": "unmatched" },
     errorLine("First error:", u.first_error), errorLine("Last exception:", u.last_exception)));
-  if (u.nearest && u.nearest.length) {
+  if (u.nearest.length) {
     out.push(el("p", { "data-testid": "nearest" }, el("strong", { text: "Nearest entries: " }),
       ...u.nearest.flatMap((n, i) => [i ? ", " : "", entryLink(n.id, n.url, n.title)])));
   }
@@ -428,7 +394,7 @@ function newEntryLink(u) {
   if (!target) return null;
   const probe = (u.last_exception || u.first_error || { text: "" }).text;
   const name = kebab((probe.match(/(\w+(?:Error|Exception))/) || [probe])[0]);
-  const near = (u.nearest || []).map((n) => categories[n.id]).find((c) => target.categories.includes(c));
+  const near = u.nearest.map((n) => categories[n.id]).find((c) => target.categories.includes(c));
   const category = near || target.categories[0];
   const log = (lastExcerpt || probe).split("\n").map((l) => "      " + l).join("\n");
   const yaml = target.template.replace("{id}", name).replace("{category}", category)
@@ -448,7 +414,7 @@ function evidenceBlock(e) {
   for (const a of e.after || []) pre.append(el("span", { class: "fdx-ctx", text: "\n" + a }));
   const role = { initiating: "cause", alternative: "alternative", collateral: "consequence" }[e.role] || e.role;
   return el("div", { class: `fdx-ev fdx-${e.role}`, "data-role": e.role },
-    el("p", { class: "fdx-ev-head" }, el("strong", { text: role }), ` · ${where(e)} · `,
+    el("p", { class: "fdx-ev-head" }, el("strong", { text: role }), ` · ${e.where} · `,
       e.entry && e.url ? entryLink(e.entry, e.url, e.entry) : ""),
     pre);
 }
@@ -457,65 +423,28 @@ function evidenceBlock(e) {
 
 const ROLE_WORDS = { initiating: "first failure (the cause)", alternative: "another candidate",
   collateral: "consequence on another rank", other: "other match" };
-const MAX_LANES = 8;
 const clock = (t) => new Date(t * 1000).toISOString().slice(11, 19);
 
-function laneKey(t, oneInput) {
-  if (t.rank !== undefined && t.rank !== null) return `rank ${t.rank}`;
-  return oneInput ? "the log" : t.source;
-}
-
-// Many ranks fold into one lane per host; lanes with a cause or a candidate stay apart.
-function foldLanes(lanes) {
-  if (lanes.length <= MAX_LANES) return lanes;
-  const odd = lanes.filter((l) => l.items.some((t) => t.role === "initiating" || t.role === "alternative"));
-  const groups = new Map();
-  for (const l of lanes) {
-    if (odd.includes(l)) continue;
-    const host = l.items.find((t) => t.host)?.host || "";
-    if (!groups.has(host)) groups.set(host, []);
-    groups.get(host).push(l);
-  }
-  const folded = [...groups.entries()].map(([host, ls]) => {
-    const ranks = ls.map((l) => l.rank).filter((r) => r !== undefined);
-    const who = ranks.length === ls.length ? `ranks ${rankText(ranks, 3)}` : plural(ls.length, "input");
-    return { name: `${host ? host + " · " : ""}${plural(ls.length, "rank")} (${who})`, folded: ls.length,
-      items: ls.flatMap((l) => l.items) };
-  });
-  return [...odd, ...folded];
-}
-
-function timeline(r) {
-  const items = (r.timeline || []).map((t) => ({ ...t, time: t.ts ?? t.ts_inherited }));
-  if (!items.length) return null;
-  const byTime = items.every((t) => typeof t.time === "number");
-  const oneInput = (r.inputs || []).length <= 1;
-  const lanesByKey = new Map();
-  for (const t of items) {
-    const key = laneKey(t, oneInput);
-    if (!lanesByKey.has(key)) lanesByKey.set(key, { name: key, rank: t.rank ?? undefined, items: [] });
-    lanesByKey.get(key).items.push(t);
-  }
-  // Lines are comparable only within one file: without times, each file is its own scale.
-  const pos = (t) => (byTime ? t.time : t.line);
-  const span = (list) => [Math.min(...list.map(pos)), Math.max(...list.map(pos))];
-  const first = (l) => Math.min(...l.items.map((t) => (byTime ? t.time : 0)));
-  const lanes = foldLanes([...lanesByKey.values()].sort((a, b) =>
-    (first(a) - first(b)) || a.name.localeCompare(b.name, undefined, { numeric: true })));
-  const [lo, hi] = span(items);
+// The lanes (view.timeline: one per rank or input, folded past eight) drawn as marks on a
+// shared time axis, or, without timestamps, each lane on its own line scale.
+function timeline(t) {
+  if (!t) return null;
+  const byTime = t.by_time;
+  const pos = (x) => (byTime ? x.time : x.line);
   const wrap = el("div", { class: "fdx-timeline", "data-testid": "timeline", "data-scale": byTime ? "time" : "line" });
-  for (const lane of lanes) {
-    const [llo, lhi] = byTime ? [lo, hi] : span(lane.items);
+  for (const lane of t.lanes) {
+    const [llo, lhi] = byTime ? [t.start, t.end]
+      : [Math.min(...lane.items.map(pos)), Math.max(...lane.items.map(pos))];
     const row = el("div", { class: "fdx-lane" + (lane.folded ? " fdx-lane--folded" : ""), "data-folded": lane.folded || null },
       el("span", { class: "fdx-lane-name", title: lane.name, text: lane.name }));
     const track = el("div", { class: "fdx-track" });
-    for (const t of lane.items.sort((a, b) => (a.role === "initiating") - (b.role === "initiating"))) {
-      const x = lhi > llo ? ((pos(t) - llo) / (lhi - llo)) * 100 : 0;
+    for (const x of [...lane.items].sort((a, b) => (a.role === "initiating") - (b.role === "initiating"))) {
+      const at = lhi > llo ? ((pos(x) - llo) / (lhi - llo)) * 100 : 0;
       const mark = el("span", {
-        class: `fdx-mark fdx-${t.role}`, "data-role": t.role, "data-x": x.toFixed(2),
-        title: `${ROLE_WORDS[t.role] || t.role}: ${t.entry} · ${where(t)}${byTime ? " · " + clock(t.time) : ""}`,
+        class: `fdx-mark fdx-${x.role}`, "data-role": x.role, "data-x": at.toFixed(2),
+        title: `${ROLE_WORDS[x.role] || x.role}: ${x.entry} · ${x.where}${byTime ? " · " + clock(x.time) : ""}`,
       });
-      mark.style.left = `${x.toFixed(2)}%`;
+      mark.style.left = `${at.toFixed(2)}%`;
       track.append(mark);
     }
     row.append(track);
@@ -524,43 +453,32 @@ function timeline(r) {
   if (byTime) {
     const axis = el("div", { class: "fdx-axis", "data-testid": "axis", "aria-hidden": "true" }, el("span", { class: "fdx-lane-name" }));
     const ticks = el("div", { class: "fdx-ticks" });
-    for (const f of hi > lo ? [0, 0.5, 1] : [0]) {
-      const t = lo + f * (hi - lo);
-      const tick = el("span", { class: "fdx-tick", text: f === 0 ? `${clock(t)} UTC` : `+${fmtSpan(t - lo)}` });
+    for (const f of t.end > t.start ? [0, 0.5, 1] : [0]) {
+      const at = t.start + f * (t.end - t.start);
+      const tick = el("span", { class: "fdx-tick", text: f === 0 ? `${clock(at)} UTC` : `+${fmtSpan(at - t.start)}` });
       tick.style.left = `${f * 100}%`;
       ticks.append(tick);
     }
     axis.append(ticks);
     wrap.append(axis);
   }
-  const roles = [...new Set(items.map((t) => t.role))];
   const legend = el("ul", { class: "fdx-legend", "data-testid": "legend" },
-    ["initiating", "alternative", "collateral", "other"].filter((x) => roles.includes(x)).map((role) =>
+    ["initiating", "alternative", "collateral", "other"].filter((x) => t.roles.includes(x)).map((role) =>
       el("li", {}, el("span", { class: `fdx-swatch fdx-${role}`, "aria-hidden": "true" }), ROLE_WORDS[role])));
-  const cause = items.find((t) => t.role === "initiating");
-  const story = cause && byTime
-    ? `The first failure is at ${clock(cause.time)} UTC (${where(cause)}); ${plural(items.filter((t) => t.role === "collateral").length, "consequence")} follow.`
-    : null;
   const title = byTime ? "Timeline" : "Timeline (by line within each file: the logs carry no timestamps, so files are not ordered against each other)";
-  return section(title, story ? el("p", { "data-testid": "story", text: story }) : null, wrap, legend);
+  return section(title, t.story ? el("p", { "data-testid": "story", text: t.story }) : null, wrap, legend);
 }
 
-// Which rank stopped the others (report.suspects): shown first, with the host to drain.
-function renderSuspects(r, slot) {
-  const list = r.suspects || [];
-  if (!list.length) return null;
+// Which rank stopped the others (view.suspects): shown first, with the host to drain.
+function renderSuspects(v, slot) {
+  if (!v.suspects.length) return null;
   return slot.append(el("section", { class: "fdx-section fdx-suspects", "data-testid": "suspects" },
     el("h3", { text: "Suspect ranks" }),
-    el("ul", {}, list.map((s) => el("li", { "data-rank": s.rank, "data-kind": s.kind, "data-rank-scope": s.rank_scope || "global" },
-      el("b", { text: `rank ${s.rank}` }),
-      // old watchdog lines print only the rank within the process group
-      s.rank_scope === "group" ? ` within ${s.pg ? `PG ${s.pg}` : "its process group"}` : "",
-      s.host ? ` on ${s.host}` : "", " · ",
+    el("ul", {}, v.suspects.map((s) => el("li", { "data-rank": s.rank, "data-kind": s.kind, "data-rank-scope": s.rank_scope },
+      el("b", { text: `rank ${s.rank}` }), s.scope, s.host ? ` on ${s.host}` : "", " · ",
       el("code", { text: s.kind }), ` · ${s.why}`,
-      s.evidence && s.evidence.length
-        ? el("ul", {}, s.evidence.slice(0, 3).map((e) => el("li", {},
-          // a dump's entry has a record id, not a line
-          e.record !== undefined ? `${e.source} record ${e.record} ` : `${e.source}:${e.line} `, el("code", { text: e.text }))))
+      s.evidence.length
+        ? el("ul", {}, s.evidence.map((e) => el("li", {}, `${e.at} `, el("code", { text: e.text }))))
         : null)))));
 }
 
@@ -574,54 +492,46 @@ function fmtSpan(s) {
 
 // ---------------------------------------------------------------- the whole report
 
-function renderReport(r, opts = {}) {
+function renderReport(v, opts = {}) {
   const out = $("#fdx-report");
   out.replaceChildren();
   if (opts.shared) out.append(el("p", { class: "fdx-shared", text: "Shared report (redacted). The logs themselves were never uploaded." }));
-  const notes = (r.inputs || []).filter((i) => i.messages && i.messages.length);
-  if (notes.length) {
-    out.append(el("div", { class: "fdx-notes", "data-testid": "notes" },
-      notes.map((i) => el("p", { text: `${i.name}: ${i.messages.join("; ")}` }))));
+  if (v.notes.length) {
+    out.append(el("div", { class: "fdx-notes", "data-testid": "notes" }, v.notes.map((n) => el("p", { text: n }))));
   }
-  const top = head(r, opts);
+  const top = head(v, opts);
   out.append(top);
-  // the findings' timeline, unless one input's rank rows already tell who did what (its lanes
-  // would set "the log" beside "rank 0"); several files keep it: their times order the ranks
-  const oneInput = (r.inputs || []).length <= 1;
-  const tl = oneInput && ((r.job && r.job.timeline) || []).length > 1 ? null : timeline(r);
+  const tl = timeline(v.timeline);
   if (tl) out.append(tl);
-  if (r.evidence && r.evidence.length) out.append(section("Evidence", r.evidence.map(evidenceBlock)));
-  const p = r.primary;
-  const alts = (r.alternatives || []).slice(p && bandOf(p) === "guess" ? 2 : 0);
+  if (v.evidence.length) out.append(section("Evidence", v.evidence.map(evidenceBlock)));
+  const p = v.primary;
+  const guess = v.band === "guess";
+  const alts = v.alternatives.slice(p && guess ? 2 : 0);
   if (alts.length) {
-    out.append(section(p && bandOf(p) === "guess" ? "Other candidates" : "Alternatives",
+    out.append(section(p && guess ? "Other candidates" : "Alternatives",
       el("ul", { class: "fdx-alts", "data-testid": "alternatives" }, alts.map((a) =>
-        el("li", { "data-entry-id": a.id }, badge(bandOf(a)), " ", entryLink(a.id, a.url, a.title),
+        el("li", { "data-entry-id": a.id }, badge(a.band), " ", entryLink(a.id, a.url, a.title),
           ` · confidence ${a.confidence.toFixed(2)}`, a.why ? el("span", { class: "fdx-why", text: ` · ${a.why}` }) : null)))));
   }
-  if (r.collateral && r.collateral.length) {
+  if (v.collateral.length) {
     // Who reported it: the ranks, else the files (the engine's count is of matching lines,
     // several per report, so it is not shown as a number of reports).
-    const files = (id) => new Set((r.timeline || []).filter((t) => t.entry === id).map((t) => t.source)).size;
-    out.append(section("Consequences (not causes)", el("ul", { "data-testid": "collateral" }, r.collateral.map((c) =>
+    out.append(section("Consequences (not causes)", el("ul", { "data-testid": "collateral" }, v.collateral.map((c) =>
       el("li", { "data-entry-id": c.id }, entryLink(c.id, c.url, c.title),
-        c.ranks && c.ranks.length ? el("span", { "data-testid": "ranks" }, ` · ${plural(c.ranks.length, "rank")}: ${rankText(c.ranks)}`)
-          : files(c.id) > 1 ? ` · in ${files(c.id)} files` : "")))));
+        c.ranks && c.ranks.length ? el("span", { "data-testid": "ranks" }, ` · ${plural(c.ranks.length, "rank")}: ${c.ranks_text}`)
+          : c.files > 1 ? ` · in ${c.files} files` : "")))));
   }
-  const facts = Object.entries(r.facts || {}).filter(([, v]) => v && (!Array.isArray(v) || v.length));
-  if (facts.length) {
-    out.append(section("What the log says", el("dl", { class: "fdx-facts", "data-testid": "facts" }, facts.flatMap(([k, v]) =>
-      [el("dt", { text: label(k) }), el("dd", { "data-fact": k, text: !Array.isArray(v) ? String(v)
-        : k === "ranks" ? `${plural(v.length, "rank")}: ${rankText(v)}`
-        : v.length > 12 ? `${v.slice(0, 12).join(", ")} and ${v.length - 12} more` : v.join(", ") })]))));
+  if (v.fact_rows.length) {
+    out.append(section("What the log says", el("dl", { class: "fdx-facts", "data-testid": "facts" }, v.fact_rows.flatMap((f) =>
+      [el("dt", { text: f.label }), el("dd", { "data-fact": f.key, text: f.text })]))));
   }
-  if (r.missing && r.missing.length) {
-    out.append(section("Needed to decide, not in the log", el("ul", { "data-testid": "missing" }, r.missing.map((m) =>
-      el("li", {}, el("strong", { text: label(m.fact) }), `: ${m.why}`, m.how ? el("pre", {}, el("code", { text: m.how })) : null)))));
+  if (v.missing.length) {
+    out.append(section("Needed to decide, not in the log", el("ul", { "data-testid": "missing" }, v.missing.map((m) =>
+      el("li", {}, el("strong", { text: m.label }), `: ${m.why}`, m.how ? el("pre", {}, el("code", { text: m.how })) : null)))));
   }
   if (!opts.shared) out.append(actions());
-  const done = p ? `Done: ${p.title} (${BANDS[bandOf(p)].word.toLowerCase()}).`
-    : r.unmatched ? "Done: no known failure matched; the report shows where to start." : "Done: no failure found.";
+  const done = p ? `Done: ${p.title} (${BANDS[v.band].word.toLowerCase()}).`
+    : v.unmatched ? "Done: no known failure matched; the report shows where to start." : "Done: no failure found.";
   setStatus(done, "done");
   // The head is what a tired reader needs: bring it into view and give it focus.
   top.scrollIntoView({ block: "start" });
@@ -692,8 +602,11 @@ async function openShared() {
   if (!m) return false;
   try {
     const data = JSON.parse(await inflate(m[1]));
-    labels = data.labels || {};
-    renderReport({ timeline: [], inputs: [], ...data }, { shared: true });
+    if (data.v !== 2) {
+      setStatus("This share link was made by an older version of the diagnoser and cannot be shown.", "error");
+      return true;
+    }
+    renderReport(data, { shared: true });
   } catch {
     setStatus("This share link is damaged: it could not be decoded.", "error");
   }

@@ -7,7 +7,7 @@
 //
 // Page -> main:   {type: "scan", inputs: [{name, file} | {name, text}]}, {type: "cancel"}
 // Main -> page:   {type: "ready", ms}, {type: "workers", ready}, {type: "progress", done, total, file},
-//                 {type: "report", report, markdown, share, excerpt, labels}, {type: "cancelled"},
+//                 {type: "report", report, view, markdown, share, excerpt, categories}, {type: "cancelled"},
 //                 {type: "error", message}
 // Main -> scanner: {type: "range", id, file, name, order, start, end, isLast}, {type: "cancel"}
 // Scanner -> main: {type: "ready"}, {type: "part-progress", id, done}, {type: "part", id, data}
