@@ -71,7 +71,6 @@ CODES: dict[str, str] = {
 # codes that no check reports (yet): said here so that nobody reuses them
 RESERVED: dict[str, str] = {
     "FDX009": "retired before the codes were frozen; never reused",
-    "FDX039": "written (check_signature_sourced) but not enforced while some signatures rest on source code alone",
 }
 
 Check = Callable[[Entry, "Context"], Iterator[Problem]]
@@ -563,6 +562,27 @@ def check_settled_facts(entry: Entry, ctx: Context) -> Iterator[Problem]:
                                                     f"{fact['fact']} ({fact['source']})")
 
 
+# a real report: a public thread or page (a URL), or a run reproduced on a named release
+_REPORT = re.compile(r"https?://|\breproduced\b", re.I)
+
+
+def check_signature_sourced(entry: Entry, ctx: Context) -> Iterator[Problem]:
+    """A defining or supporting signature matches text the software prints: a catalogue
+    template (mined from its source), or a real report its `source` cites."""
+    for i, s in _signatures(entry):
+        if s.get("strength") not in ("defining", "supporting") or _REPORT.search(str(s.get("source", ""))):
+            continue
+        try:
+            rx = re.compile(s["regex"])
+        except (re.error, TypeError, KeyError):
+            continue   # FDX014 says so
+        if not ctx.rendered.matches(rx, catalogue.longest_literal(rx.pattern)):
+            yield entry.problem(("signatures", i, "regex"), "FDX039",
+                                f"{s.get('strength')} signature {s.get('id')!r} matches no catalogue template and its "
+                                f"source cites no report: add the URL of a public report that shows the line, or "
+                                f"mine the software that prints it into catalog/")
+
+
 CHECKS: list[Check] = [
     check_structure,
     check_id_matches_file,
@@ -582,6 +602,7 @@ CHECKS: list[Check] = [
     check_system_names,
     check_references_unique,
     check_settled_facts,
+    check_signature_sourced,
 ]
 
 
@@ -619,27 +640,6 @@ def check_lookalikes_link_back(entries: list[Entry]) -> Iterator[Problem]:
                 yield e.problem(("discriminators", i, "elsewhere", "entry"), "FDX033",
                                 f"{other.id} has no discriminator or not_this pointing back to "
                                 f"{e.id}: add one to {other.rel} (look-alikes are linked both ways)")
-
-
-# a real report: a public thread or page (a URL), or a run reproduced on a named release
-_REPORT = re.compile(r"https?://|\breproduced\b", re.I)
-
-
-def check_signature_sourced(entry: Entry, ctx: Context) -> Iterator[Problem]:
-    """A defining or supporting signature matches text the software prints: a catalogue
-    template (mined from its source), or a real report its `source` cites."""
-    for i, s in _signatures(entry):
-        if s.get("strength") not in ("defining", "supporting") or _REPORT.search(str(s.get("source", ""))):
-            continue
-        try:
-            rx = re.compile(s["regex"])
-        except (re.error, TypeError, KeyError):
-            continue   # FDX014 says so
-        if not ctx.rendered.matches(rx, catalogue.longest_literal(rx.pattern)):
-            yield entry.problem(("signatures", i, "regex"), "FDX039",
-                                f"{s.get('strength')} signature {s.get('id')!r} matches no catalogue template and its "
-                                f"source cites no report: add the URL of a public report that shows the line, or "
-                                f"mine the software that prints it into catalog/")
 
 
 def check_catalog(entries: list[Entry], ctx: Context) -> Iterator[Problem]:

@@ -120,6 +120,11 @@ REL = "entries/rendezvous/torchrun-rendezvous-timeout.yaml"
     ("  - id: rdzv-join-timeout-conf", "  - id: rdzv-timeout-error", "FDX026", "  - id: rdzv-timeout-error\n    regex: \"rdzv"),
     ("    url: https://github.com/ymcui/Chinese-LLaMA-Alpaca-2/issues/274",
      "    url: https://docs.pytorch.org/docs/stable/elastic/run.html/", "FDX038", "run.html/"),
+    # FDX039: a defining signature whose text no catalogue template holds and whose source
+    # cites no report (the same line, as the example prints it, with its URL gone)
+    ("regex: 'RendezvousTimeoutError'\n    strength: defining\n    source: pytorch/pytorch torch/distributed/elastic/rendezvous/api.py (class RendezvousTimeoutError), raised in dynamic_rendezvous.py _RendezvousOpExecutor.run; real output in https://github.com/facebookresearch/av_hubert/issues/19",
+     "regex: 'RendezvousTimeoutError'\n    strength: defining\n    source: pytorch/pytorch torch/distributed/elastic/rendezvous/api.py",
+     "FDX039", "regex: 'RendezvousTimeoutError'"),
     # FDX007: a title longer than the schema's 90 characters
     ("title: torchrun rendezvous times out before every node joins (RendezvousTimeoutError)",
      "title: " + "torchrun rendezvous times out " * 4, "FDX007", "title: torchrun rendezvous times out torchrun"),
