@@ -97,6 +97,22 @@ def test_a_shippers_host_word_is_read_only_before_a_known_prefix():
     assert "host" not in meta and rest == "Epoch 3: loss 2.1"
 
 
+def test_mpirun_and_pdsh_prefixes_give_the_task_and_the_host():
+    # Open MPI's `mpirun --tag-output` ("[jobid,rank]<stream>:") and pdsh's "host: ", the
+    # transport of DeepSpeed's multi-node runner, around torchrun's or c10d's own prefix
+    meta, rest = parse_prefix("[1,3]<stderr>:[rank3]: RuntimeError: boom")
+    assert (meta["task"], meta["rank"], meta.get("rank_from"), rest) == (3, 3, None, " RuntimeError: boom")
+    meta, rest = parse_prefix("[1,0]<stdout>:step 3 loss 0.5")
+    assert (meta["rank"], meta["rank_from"], rest) == (0, "task", "step 3 loss 0.5")
+    meta, rest = parse_prefix("worker-1: [rank0]: Traceback (most recent call last):")
+    assert (meta["host"], meta["rank"], rest) == ("worker-1", 0, " Traceback (most recent call last):")
+    meta, rest = parse_prefix("node1: [2026-12-05 10:00:00,123] [INFO] [launch.py:262:sigkill_handler] x")
+    assert meta["host"] == "node1" and "ts" in meta
+    # a message is no host, whatever follows it
+    for line in ("RuntimeError: [rank0]: x", "Epoch 3: [rank0]: loss"):
+        assert "host" not in parse_prefix(line)[0], line
+
+
 def test_shape_folds_variable_parts():
     a = shape("[rank3]:2024-01-01 10:00:00,001 step 1234 at 0x7f00aa /data/run1/x.pt failed")
     b = shape("[rank9]:2024-02-02 11:11:11,999 step 99 at 0x1234 /other/path.pt failed")

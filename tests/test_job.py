@@ -174,9 +174,15 @@ def _rows(part):
 # 2026-12-05, fourth session: the odd traceback out (a rank whose collateral traceback ends in
 # another collective, or the same one called from another place, than its peers': dev c23,
 # b28): sealed 71/71, sealed-g 35/36 (g31 now right, unread), dev 52/58
+# sealed-h (36 runs, made by a helper from its own script in this session, after the odd
+# traceback rule; new layouts: mpirun --tag-output, pdsh host prefixes, two consoles): h18 was
+# read (the one-story test printed its headline) and moved to dev before any measurement; on
+# the other 35, unread: faildex 32/35 (91.4 %) with HEAD, 30/35 with the session's starting
+# engine (29223db), torchrun's block 17/35; in h10 the block is right and faildex is not
 THRESHOLDS = {"dev": 0.85, "sealed": 0.97, "sealed-b": 0.95, "sealed-c": 0.90, "sealed-d": 0.85, "sealed-e": 0.88,
-              "sealed-f": 0.88, "sealed-g": 0.94}
-KNOWN_WORSE = {"sealed-e": "e07 and e20: torchrun's Root Cause block names the culprit and faildex does not"}
+              "sealed-f": 0.88, "sealed-g": 0.94, "sealed-h": 0.88}
+KNOWN_WORSE = {"sealed-e": "e07 and e20: torchrun's Root Cause block names the culprit and faildex does not",
+               "sealed-h": "h10: torchrun's Root Cause block names the culprit and faildex does not"}
 
 
 @pytest.mark.parametrize("part", [pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=KNOWN_WORSE[p]))

@@ -949,7 +949,8 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
                            f"not the first one that failed")
     if later and suspects:
         kinds = []
-        for e in later:
+        # the restart's own failures first, what its ranks reported of each other after them
+        for e in sorted(later, key=lambda e: _is_collateral(e["text"] + " " + (e.get("msg") or "")) is not None):
             if e["kind"] in ("error", "fatal") and e.get("exc") and _short(e)[:80] not in kinds:
                 kinds.append(_short(e)[:80])
         job["later_attempts"] = {"attempts": sorted({e["attempt"] for e in later}),

@@ -21,6 +21,14 @@ _MONTHS = {m: i for i, m in enumerate(
 _K8S_TS = re.compile(r"(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?)(?P<tz>Z|[+-]\d\d:?\d\d) ")
 _K8S_PREFIX = re.compile(r"\[pod/(?P<pod>[^/\]\s]+)/(?P<container>[^\]\s]+)\] ")
 _SRUN = re.compile(r"\s{0,4}(?P<rank>\d{1,5}): ")
+# `mpirun --tag-output` (Open MPI): "[jobid,rank]<stdout>:" before each line; the MPI rank is
+# a task like srun's (the rank when mpirun starts the ranks, a node when it starts torchrun)
+_MPIRUN = re.compile(r"\[(?P<job>\d{1,9}),(?P<rank>\d{1,6})\]<(?:stdout|stderr|stddiag)>: ?")
+# pdsh (DeepSpeed's multi-node runner) puts "host: " before each remote line; a host word is
+# taken only when it is lowercase (as host names are written) and a launcher's or a logger's
+# own prefix follows it, so that a message's "RuntimeError: " is never read as a host
+_HOST_COLON = re.compile(r"(?P<host>[a-z0-9][a-z0-9-]{0,62}(?:\.[a-z0-9-]{1,62}){0,6}): (?=\[(?:rank\d{1,5}|[A-Za-z_]\w{0,30}?"
+                         r"\d{1,5})\]:|[IWEF]\d{4} \d\d:\d\d:\d\d\.|\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)")
 # torchrun --tee: "[rank3]:" is the global rank; "[default0]:" is role "default", local rank 0
 _TORCHRUN = re.compile(r"\[(?:rank(?P<rank>\d{1,5})|(?P<role>[A-Za-z_]\w{0,30}?)(?P<local_rank>\d{1,5}))\]:")
 # a shipper's "TIMESTAMP HOST message" line: the host word is taken only when a launcher's
@@ -42,6 +50,11 @@ _RANK_WORD = re.compile(r"\b(?:rank|Rank|RANK)[ =:\[]{0,2}(?P<rank>\d{1,5})\b")
 # "[PG N Rank R] ", "[PG ID N PG GUID G(desc) Rank R] ") names the rank within that
 # process group, not the job's rank (DeepSpeed's "[Rank R] " is the job's)
 _PG_RANK = re.compile(r"\[(?:PG [^\[\]]{1,200} )?Rank (?P<rank>\d{1,5})\] ")
+
+
+# The prefixes parse_prefix() peels off, in its order: the site's matcher (find.js, through
+# search.json) strips the same ones, so a pasted line reads there as it reads here
+PREFIXES = (_K8S_TS, _K8S_PREFIX, _COMPOSE, _TORCHRUN, _MPIRUN, _HOST_COLON, _SRUN, _GLOG, _SYSLOG, _ISO)
 
 
 def _clock(base: str) -> datetime:
@@ -175,6 +188,18 @@ def parse_prefix(text: str) -> tuple[dict, str]:
                 meta.setdefault("rank", int(m.group("rank")))
             else:
                 meta.setdefault("local_rank", int(m.group("local_rank")))
+            rest = rest[m.end():]
+            continue
+        m = _MPIRUN.match(rest) if rest[:1] == "[" else None
+        if m and "task" not in meta:
+            meta["task"] = int(m.group("rank"))
+            if "rank" not in meta:
+                meta["rank"], meta["rank_from"] = meta["task"], "task"
+            rest = rest[m.end():]
+            continue
+        m = _HOST_COLON.match(rest) if "host" not in meta else None
+        if m:
+            meta["host"] = m.group("host")
             rest = rest[m.end():]
             continue
         m = _SRUN.match(rest)

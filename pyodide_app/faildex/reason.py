@@ -598,6 +598,16 @@ def build_report(index: dict, sources: list, baseline: list | None = None, artif
         primary.add("", 0.0, f"A consequence of rank {top['rank']}'s own failure")
         collateral.insert(0, primary)
         primary = None
+    elif (primary is not None and top is not None and top["kind"] in ("crashed", "named")
+          and verdict["job"]["attempts"] > 1 and primary.evidence
+          and all(jobmodel.attempt_of(f, verdict["ends"], verdict["logdir"]) > first for f in primary.evidence)):
+        # a restarting job is read from the attempt that failed first: what a later attempt
+        # failed with is what the restart did, not the headline (dev sealed-h-h18)
+        later = min(jobmodel.attempt_of(f, verdict["ends"], verdict["logdir"]) for f in primary.evidence)
+        primary.add("", 0.0, f"Only in restart attempt {later}, after rank {top['rank']} failed first"
+                             + (f" in attempt {first}" if first else ""))
+        alternatives.insert(0, primary)
+        primary = None
     if primary is not None:
         # entries seen only through their collateral lines (what a failure prints elsewhere)
         for c in sorted(g.cands.values(), key=lambda c: c.id):
