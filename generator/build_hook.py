@@ -23,8 +23,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 PACKAGE = "faildex"
-FLEET_FILES = [ROOT / "site_template" / "fleet" / "fleet.html.j2",
-               ROOT / "site_template" / "static" / "assets" / "faildex" / "faildex.css"]
+# every template the fleet page extends or includes, its script, and the site's CSS
+FLEET_FILES = sorted((ROOT / "site_template" / "fleet").glob("*.*")) + [
+    ROOT / "site_template" / "static" / "assets" / "faildex" / "faildex.css"]
 
 
 def bundle(out: Path) -> dict:
@@ -48,7 +49,7 @@ class BuildPy(build_py):
             print(f"faildex: bundled index {index['digest']} ({len(index['entries'])} entries)")
 
     def get_outputs(self, include_bytecode=1):
-        names = ["index.json", "fleet/fleet.html.j2", "fleet/faildex.css"]
+        names = ["index.json"] + [f"fleet/{f.name}" for f in FLEET_FILES]
         extra = [str(Path(self.build_lib) / PACKAGE / n) for n in names]
         return super().get_outputs(include_bytecode) + ([] if getattr(self, "editable_mode", False)
                                                         else extra)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 
+from .healthy import engine_module
 from .regexes import literal_runs, readable, required_literals
 from .text import clean
 from .urls import page_url
@@ -83,7 +84,10 @@ def search_data(views, url, messages: dict | None = None) -> dict:
                        for x in d.get("discriminators") or [] if x.get("compare")
                        and x["elsewhere"]["entry"] in (d.get("refines") or [])],
         })
-    return {"format": SEARCH_FORMAT, "entries": entries}
+    # the prefixes the engine peels off a line (faildex.lines.PREFIXES, in its order): the
+    # page strips the same ones before trying a signature anchored at a message's start
+    prefixes = [js_regex(rx.pattern) for rx in engine_module("lines").PREFIXES]
+    return {"format": SEARCH_FORMAT, "entries": entries, "prefixes": [p for p in prefixes if p]}
 
 
 def search_step(b) -> None:

@@ -62,6 +62,11 @@ def test_wheel_holds_the_engine_and_this_releases_index_only(wheel, index):
     assert requires and all("extra ==" in r for r in requires), requires   # nothing at run time
     entry_points = zf.read(next(n for n in names if n.endswith("entry_points.txt"))).decode()
     assert "faildex = faildex.command:main" in entry_points
+    # `faildex fleet report` from an install: every template the page extends or includes, its
+    # script and the site's CSS (the wheel once held fleet.html.j2 alone, which extends _page)
+    fleet = {p.name for p in (ROOT / "site_template" / "fleet").iterdir() if p.is_file()} | {"faildex.css"}
+    assert {"_page.html.j2", "job.html.j2", "jobs.html.j2", "fleet-sort.js"} <= fleet
+    assert {f"faildex/fleet/{n}" for n in fleet} <= set(names), sorted(n for n in names if "/fleet/" in n)
 
 
 def test_wheel_is_reproducible(wheel, tmp_path):

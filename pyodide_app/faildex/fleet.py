@@ -6,7 +6,7 @@
 One static page with the site's look (the site's Jinja2 template and CSS, the
 mkdocs-material theme's stylesheet): failures by class and by week, and the hosts
 that keep appearing in hardware failures, ranked as drain candidates with the
-lines that say so, each linked to its entry. No server and no script.
+lines that say so, each linked to its entry. No server; one script file sorts the tables.
 
 Aggregation reads the lines twice and keeps only counters: the first pass finds
 each job's last line (a job triaged again counts once, as last written), the
@@ -269,6 +269,7 @@ def _site_css(template_dir: Path) -> list[Path]:
 
 
 DARK_CSS = "fleet-dark.css"
+SORT_JS = "fleet-sort.js"      # the tables' sorting (the one script the pages load)
 
 
 def _top_rules(css: str) -> list[str]:
@@ -326,6 +327,7 @@ def render(agg: dict, out_dir: Path, site: str = SITE, sources: list[str] = ()) 
     for p in css:
         shutil.copyfile(p, out_dir / "assets" / p.name)
     (out_dir / "assets" / DARK_CSS).write_text(dark_css(css), encoding="utf-8")
+    shutil.copyfile(template_dir / SORT_JS, out_dir / "assets" / SORT_JS)
     css = css + [out_dir / "assets" / DARK_CSS]
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(template_dir)),
                              autoescape=True, undefined=jinja2.StrictUndefined,
@@ -359,9 +361,9 @@ def render(agg: dict, out_dir: Path, site: str = SITE, sources: list[str] = ()) 
                 continue
             r["page"] = "job-" + re.sub(r"[^\w.-]", "_", r["job"])[:200] + ".html"
             (out_dir / "jobs" / r["page"]).write_text(job_template.render(
-                css=[f"../assets/{p.name}" for p in css], site=site, row=r, v=v), encoding="utf-8")
+                css=[f"../assets/{p.name}" for p in css], assets="../assets", site=site, row=r, v=v), encoding="utf-8")
     html = env.get_template("fleet.html.j2").render(
-        agg=agg, site=site, css=[f"assets/{p.name}" for p in css], weeks=weeks,
+        agg=agg, site=site, css=[f"assets/{p.name}" for p in css], assets="assets", weeks=weeks,
         chart=day_chart(agg), changes=changes(agg), min_culprit=MIN_CULPRIT_JOBS, max_hosts=MAX_DRAIN_SHOWN,
         latest=latest_failures(agg),
         drain=agg["drain"][:MAX_DRAIN_SHOWN], drain_more=max(0, len(agg["drain"]) - MAX_DRAIN_SHOWN),
@@ -375,7 +377,7 @@ def render(agg: dict, out_dir: Path, site: str = SITE, sources: list[str] = ()) 
         names = list_pages(key, len(rows))
         for i, name in enumerate(names):
             (out_dir / name).write_text(template.render(
-                css=[f"../assets/{p.name}" for p in css], site=site, key=key,
+                css=[f"../assets/{p.name}" for p in css], assets="../assets", site=site, key=key,
                 title=agg["meta"][key]["title"] if key in agg["meta"] else titles.get(key, key),
                 meta=agg["meta"].get(key), total=total, listed=len(rows),
                 rows=rows[i * PAGE_SIZE:(i + 1) * PAGE_SIZE], first=i * PAGE_SIZE + 1,

@@ -6,9 +6,10 @@
 //  1. a signature's regex matches a pasted line (defining > supporting > collateral;
 //     a longer match is a more specific signature);
 //  2. the required literal text of a signature appears in the query (half a line);
-//  3. words: each query word, weighted by how rare it is across entries, found in the
-//     entry's name (title, id, systems), its signatures' general messages, or its prose;
-//     two words next to each other in a message count again.
+//  3. words: each query word (stemmed, without a question's function words, a typo
+//     read as the one entry word it is a typo of), weighted by how rare it is across
+//     entries, found in the entry's name (title, id, systems), its signatures' general
+//     messages, or its prose; two words next to each other in a message count again.
 (function (root) {
   "use strict";
 
@@ -39,15 +40,56 @@
     return { "<": left < right, "<=": left <= right, ">": left > right, ">=": left >= right }[m[2]];
   }
 
+  // A word's stem, so that "hangs", "hanging" and "hang" meet, "killed" meets "kill" and
+  // "processes" meets "process" (a few English suffixes; words with digits stay whole).
+  function stem(w) {
+    if (w.length <= 4 || /[0-9_]/.test(w)) return w;
+    if (/ing$/.test(w) && w.length > 6) return w.slice(0, -3);
+    if (/ie[sd]$/.test(w)) return w.slice(0, -3) + "y";
+    if (/ed$/.test(w) && w.length > 5) return w.slice(0, -2);
+    if (/(?:ches|shes|sses|xes)$/.test(w)) return w.slice(0, -2);
+    if (/[^siu]s$/.test(w)) return w.slice(0, -1);
+    return w;
+  }
+
+  // What a question is made of besides its subject ("why does my job hang at startup"):
+  // words that would otherwise score wherever an entry's prose happens to use them.
+  var STOP = setOf(("a an and are at be but by can could did do does doesnt dont for from get gets " +
+    "getting got has have how i if in into is it its keep keeps me my not of on or our should so " +
+    "that the their then there this to was we were what when where which while why will with " +
+    "without would you your").split(" "));
+
   // Identifiers count whole and by their parts: a pasted CUBLAS_STATUS_ALLOC_FAILED
   // meets a signature that spells CUBLAS_STATUS_(ALLOC_FAILED|...).
   function words(text) {
     var out = [];
-    (text.toLowerCase().match(/[a-z0-9_]+/g) || []).forEach(function (w) {
-      out.push(w);
-      if (w.indexOf("_") >= 0) w.split("_").forEach(function (p) { if (p.length > 2) out.push(p); });
+    (text.toLowerCase().replace(/'/g, "").match(/[a-z0-9_]+/g) || []).forEach(function (w) {
+      if (STOP[w]) return;
+      out.push(stem(w));
+      if (w.indexOf("_") >= 0) w.split("_").forEach(function (p) { if (p.length > 2) out.push(stem(p)); });
     });
     return out;
+  }
+
+  // Optimal string alignment distance (a transposition counts one), or max + 1 past max.
+  function distance(a, b, max) {
+    if (Math.abs(a.length - b.length) > max) return max + 1;
+    var prev2 = null, prev = [], cur;
+    for (var j = 0; j <= b.length; j++) prev.push(j);
+    for (var i = 1; i <= a.length; i++) {
+      cur = [i];
+      var best = i;
+      for (j = 1; j <= b.length; j++) {
+        var v = Math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+        if (prev2 && i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) v = Math.min(v, prev2[j - 2] + 1);
+        cur.push(v);
+        if (v < best) best = v;
+      }
+      if (best > max) return max + 1;
+      prev2 = prev;
+      prev = cur;
+    }
+    return prev[b.length];
   }
 
   function setOf(list) {
@@ -91,7 +133,28 @@
     }, this);
     var n = this.entries.length;
     this.idf = function (w) { return df[w] ? Math.log(1 + n / df[w]) : 0; };
+    this.vocabulary = Object.keys(df).filter(function (w) { return w.length >= 4 && !/[0-9_]/.test(w); });
+    this.df = df;
+    // the engine's own prefixes (search.json, from faildex.lines.PREFIXES), then a level word
+    // or a logger's module path, which the engine leaves in the message
+    this.prefixes = (data.prefixes || []).map(function (p) {
+      try { return new RegExp("^(?:" + p + ")"); } catch (err) { return null; }
+    }).filter(Boolean).concat([PREFIX]);
   }
+
+  // A word no entry uses, read as the entry word one typo away (two for long words) when
+  // exactly one word is that close: "conection" -> "connection", "timout" -> "timeout".
+  Finder.prototype.correct = function (w) {
+    if (this.df[w] || w.length < 5 || /[0-9_]/.test(w)) return w;
+    var max = w.length >= 8 ? 2 : 1, best = null, bestD = max + 1, ties = 0;
+    for (var i = 0; i < this.vocabulary.length; i++) {
+      var v = this.vocabulary[i];
+      if (v[0] !== w[0] && v[1] !== w[1]) continue;   // a typo rarely hits both first letters
+      var d = distance(w, v, max);
+      if (d < bestD) { best = v; bestD = d; ties = 0; } else if (d === bestD) ties += 1;
+    }
+    return best && !ties ? best : w;
+  };
 
   // What launchers and loggers put before a message: "[rank3]:", "[default0]:", a
   // timestamp, a level, a logger's module path ("torch.distributed.elastic...api: ").
@@ -99,11 +162,12 @@
   // is tried on the line without them too, as the engine does (lines.parse_prefix).
   var PREFIX = /^(?:\[[^\]]{0,40}\]:?|\d{4}-\d\d-\d\d[ T][0-9:.,]+(?:Z|[+-]\d\d:?\d\d)?|(?:ERROR|WARNING|WARN|INFO|DEBUG|CRITICAL|FATAL)\b:?|[A-Za-z_]\w*(?:\.\w+)+:(?= ))[ \t]*/;
 
-  function withoutPrefix(line) {
-    for (var i = 0; i < 6; i++) {
-      var m = PREFIX.exec(line);
+  function withoutPrefix(line, prefixes) {
+    for (var i = 0; i < 8; i++) {
+      var m = null;
+      for (var k = 0; k < prefixes.length && !(m && m[0]); k++) m = prefixes[k].exec(line);
       if (!m || !m[0]) break;
-      line = line.slice(m[0].length);
+      line = line.slice(m[0].length).replace(/^[ \t]+/, "");
     }
     return line;
   }
@@ -113,8 +177,9 @@
     var lines = text.split(/\r\n|\r|\n/).map(function (l) { return l.trim(); })
       .filter(function (l) { return l; }).slice(-MAX_LINES);
     if (!lines.length) return [];
-    var bare = lines.map(withoutPrefix);
-    var qwords = words(lines.join(" \n ")).slice(-MAX_WORDS);
+    var prefixes = this.prefixes;
+    var bare = lines.map(function (l) { return withoutPrefix(l, prefixes); });
+    var qwords = words(lines.join(" \n ")).slice(-MAX_WORDS).map(this.correct, this);
     var unique = Object.keys(setOf(qwords));
     var qpairs = Object.keys(pairs(qwords));
     var idf = this.idf;
