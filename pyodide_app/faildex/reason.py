@@ -582,6 +582,7 @@ def build_report(index: dict, sources: list, baseline: list | None = None, artif
         rule.run(sc)
     scored, missing, version_notes, verdict = sc.scored, sc.missing, sc.version_notes, sc.verdict
     primary, alternatives, collateral, vetoed = rank(scored, g.facts, missing, sources)
+    restart_only = None      # the headline a later restart attempt alone would have given
     # the suspect listed first heads the story: the headline, the verdict and the rank rows follow it
     top = suspects[0] if suspects else None
     first = verdict["job"].get("initiating_attempt", 0)
@@ -607,7 +608,7 @@ def build_report(index: dict, sources: list, baseline: list | None = None, artif
         primary.add("", 0.0, f"Only in restart attempt {later}, after rank {top['rank']} failed first"
                              + (f" in attempt {first}" if first else ""))
         alternatives.insert(0, primary)
-        primary = None
+        restart_only, primary = primary, None
     if primary is not None:
         # entries seen only through their collateral lines (what a failure prints elsewhere)
         for c in sorted(g.cands.values(), key=lambda c: c.id):
@@ -662,11 +663,11 @@ def build_report(index: dict, sources: list, baseline: list | None = None, artif
     alt_out = [brief(c) for c in alternatives]
     if vetoed is not None:
         alt_out.insert(0, brief(vetoed))
-    if primary is not None:
-        if len(alt_out) < MAX_GUESSED:
-            alt_out += lookalikes(primary, _probe_lines(sources, g), entries, {a["id"] for a in alt_out},
-                                  MAX_GUESSED - len(alt_out), g.facts_for(primary))
-    else:
+    anchor = primary or restart_only
+    if anchor is not None and len(alt_out) < MAX_GUESSED:
+        alt_out += lookalikes(anchor, _probe_lines(sources, g), entries, {a["id"] for a in alt_out},
+                              MAX_GUESSED - len(alt_out), g.facts_for(anchor))
+    if primary is None:
         first_error = min((s.first_error for s in sources if s.first_error), key=_TIME, default=None)
         last_exc = max((s.last_exception for s in sources if s.last_exception), key=_TIME, default=None)
         # Signs of a failure: an exception, a line that is not mere context, or a log
