@@ -774,8 +774,57 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
     if srun:
         job["srun_exits"] = srun[:16]
 
+    # 1. a line names the rank (a check, NCCL RAS); 2. ranks that failed on their own
+    suspects, named = _named_suspects(now, res, job)
+    if own:
+        suspects += _own_suspects(own, coll, named, res)
+    # 3. nobody failed on their own (that the logs show): the rank that ended first while the
+    # others lost it, or the one that went silent while they waited for it
+    if not own and not named:
+        found, known = _silent_suspects(coll, exits, known, waiting_ranks, agent, res, job, first)
+        suspects += found
+    # the launcher's verdict, as evidence
+    rc = job["launcher_root_cause"]
+    if suspects and rc and rc.get("rank") is not None:
+        top = suspects[0]
+        if rc["rank"] != top["rank"] and rc.get("attempt", 0) == first and rc["rank"] in own:
+            # the launcher names a rank that failed on its own too: not a victim
+            top["why"] += f"; torchrun's Root Cause block names rank {rc['rank']}, which failed on its own too"
+        elif rc["rank"] != top["rank"] and rc.get("attempt", 0) == first:
+            top["why"] += (f"; torchrun's Root Cause block names rank {rc['rank']}, which "
+                           + ("only " + ("timed out waiting" if coll.get(rc["rank"], {}).get("collateral") == "waited"
+                                         else "lost its peer") if rc["rank"] in coll else "failed later")
+                           + " (a victim)")
+            job["launcher_names_victim"] = True
+        elif rc["rank"] != top["rank"]:
+            top["why"] += (f"; torchrun's Root Cause block describes the last attempt (#{rc.get('attempt', 0)}), "
+                           f"not the first one that failed")
+    if later and suspects:
+        kinds = []
+        # the restart's own failures first, what its ranks reported of each other after them
+        for e in sorted(later, key=lambda e: _is_collateral(e["text"] + " " + (e.get("msg") or "")) is not None):
+            if e["kind"] in ("error", "fatal") and e.get("exc") and _short(e)[:80] not in kinds:
+                kinds.append(_short(e)[:80])
+        job["later_attempts"] = {"attempts": sorted({e["attempt"] for e in later}),
+                                 "errors": kinds[:4]}
+    if len(suspects) > 1 and suspects[0]["kind"] == "crashed" and suspects[1]["kind"] == "crashed":
+        a, b = own.get(suspects[0]["rank"]), own.get(suspects[1]["rank"])
+        if a and b and _unordered(a, b):
+            job["undecided"] = [suspects[0]["rank"], suspects[1]["rank"]]
+    out["suspects"] = suspects
+    job["ranks"] = _rank_rows(events, known, first, res, own, coll, exits)
+    # ranks with a log of their own (per-rank files, --log-dir): "its own lines are not in these
+    # logs" would be wrong for them; their log holds no traceback the model reads
+    own_logs = {r for o, r in source_ranks.items() if lines.get(o, 0) > 0}
+    out["verdict"] = (_verdict(suspects, job, coll, own, own_logs)
+                      or (job["ras_note"] + "." if job.get("ras_note") else None))
+    return out
+
+
+def _named_suspects(now: list[dict], res: "_Resolver", job: dict) -> tuple[list[dict], dict]:
+    """Step 1 of decide: ranks a line names (a monitored barrier, the collective-mismatch
+    check's minority, NCCL RAS). Returns the suspects and rank -> the lines that name it."""
     suspects: list[dict] = []
-    # 1. a line names the rank
     named: dict[int, list] = {}
     for e in now:
         if e["kind"] == "named":
@@ -829,144 +878,120 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
         behind = sum(n for n, op in counts if op != top_op)
         job["ras_note"] = (f"NCCL RAS lists {_ranks_text(job['ras_ahead'])}, which are ahead; the "
                            f"{behind} ranks behind them are the ones to look at (RAS does not list them)")
-    # 2. own failures, earliest first
-    if own:
-        ordered = _by_time(list(own.values()))
-        lead = ordered[0]
-        tied = [e for e in ordered[1:] if _unordered(lead, e)]
-        others = sorted(set(coll) - set(own))
-        for e in ordered:
-            r = e["grank"]
-            if r in named:
-                continue
-            what = _short(e) if e["kind"] != "signal" else f"killed by {e['signal']} (exit code {e.get('exitcode')})"
-            tail = ""
-            if e is lead and others:
-                verb = _collateral_verb(coll, others)
-                tail = f"; {_ranks_text(others)} then {verb}"
-            why = (f"rank {r} failed first, on its own ({what})" if e is lead and not tied else
-                   f"rank {r} failed on its own ({what})") + tail
-            if e is not lead and not _unordered(lead, e):
-                why += f", after rank {lead['grank']}"
-            suspects.append(_suspect(r, "crashed", res, [e], why))
-    # 3. nobody failed on their own (that the logs show): the rank that ended first while the
-    # others lost it, or the one that went silent while they waited for it
-    if not own and not named:
-        waiting = {r for r, e in coll.items() if e["collateral"] == "waited"} | set(waiting_ranks)
-        lost = {r for r, e in coll.items() if e["collateral"] == "peer"}
-        mism = {r for r, e in coll.items() if e["collateral"] == "mismatch"}
-        reporters = waiting | lost | mism
-        ended_alone = {r for r, e in exits.items() if e.get("exitcode") not in (None, -15)}
-        terminated = {r for r, e in exits.items() if e.get("exitcode") == -15}
-        listed = set(exits)
-        # ranks count from 0: a gap below the highest rank seen is a rank that printed nothing
-        known = {r for r in known if r < MAX_RANK}
-        if known:
-            known |= set(range(max(known) + 1))
-        silent = sorted(known - reporters)
-        # a rank whose traceback ends in another call than all its peers' did not do what they
-        # did: it called another collective, or the same one from another place (dev c23, b28)
-        picks: list[tuple[int, str, str]] = _odd_calls(coll)
-        if mism and not picks:
-            # a rank aborted on receiving another size than it expected. Either its own tensor is
-            # the odd one (a smaller tensor receives the others' bigger messages: sealed-b b26)
-            # or a peer sent a bigger one (tests/data/hang/size, dev r22): the logs cannot tell,
-            # a flight-recorder dump can. The receiver is the first failure they show.
-            odd = [r for r in silent if r in terminated or r not in listed]
-            picks = [(r, "crashed", f"rank {r} failed first: it aborted on receiving data of another size than it "
-                                    f"expected ({_short(coll[r])[:120]}); either its own tensor is the odd one or "
-                                    + (f"rank {odd[0]}, which reported nothing, sent a bigger one"
-                                       if len(odd) == 1 else "a peer sent a bigger one")
-                                    + " (the ranks' flight-recorder dumps would tell)")
-                     for r in [e["grank"] for e in _by_time([coll[x] for x in mism])]]
-        if not picks and lost:
-            # a peer ended: one that exited on its own without reporting a peer (its own error
-            # hidden: --local-ranks-filter, or printed as no traceback), else one that left
-            # without any failure (exit 0: torchrun lists it nowhere)
-            unlisted = [r for r in silent if r not in listed] if agent and listed else []
-            left = [(r, "exited", f"rank {r} ended without an error of its own (the launcher lists no failure "
-                                  f"for it) while {_ranks_text(sorted(lost))} lost their connection to it")
-                    for r in unlisted]
-            # one rank that the launcher lists nowhere (it exited 0) is the one that left; ranks
-            # that exited non-zero without a visible report may only hide their lost-peer error,
-            # but one the launcher saw fail in this attempt while it reported no lost peer comes
-            # first (the unlisted one may only have been stopped: dev c24)
-            crashed = [(r, "crashed", f"rank {r} exited with code {exits[r]['exitcode']} without reporting a lost "
-                                      f"peer, while {_ranks_text(sorted(lost))} lost their connection to it")
-                       for r in silent if r in ended_alone]
-            picks = crashed if len(crashed) == 1 else left if len(left) == 1 else []
-            if not picks:
-                picks = crashed
-            if not picks and len(reporters) * 2 >= len(known):
-                picks = left
-        if not picks and waiting:
-            stuck = [r for r in silent if r in terminated or (r not in listed and agent)]
-            # most ranks must report the wait (a lone waiting rank may be in a subgroup of its
-            # own), or the launcher stopped exactly one rank that reported nothing
-            # (half will do when one rank is left that the launcher had to stop, or in a 2-rank
-            # job, where the one waiter can only have waited for the other: dev sealed-e-e22)
-            if len(reporters) * 2 > len(known) or (len(stuck) == 1 and (stuck[0] in terminated or len(known) == 2)
-                                                   and len(reporters) * 2 >= len(known)):
-                picks = [(r, "missing", f"rank {r} printed no timeout while {_ranks_text(sorted(waiting))} timed out "
-                                        f"waiting in a collective"
-                                        + (" (the launcher stopped it: exit code -15)" if r in terminated else ""))
-                         for r in stuck]
-        for r, kind, why in picks[:8]:
-            ev = ([exits[r]] if r in exits else []) + [coll[o] for o in sorted(reporters) if o in coll][:2]
-            if kind == "crashed" and r in coll:
-                ev = [coll[r]]
-            suspects.append(_suspect(r, kind, res, ev, why))
-        rc = job["launcher_root_cause"]
-        failed = sorted(r for r, e in exits.items() if e.get("exitcode") not in (None, 0, -15))
-        if not picks and not reporters and len(failed) == 1 and not (rc and rc.get("attempt", 0) == first):
-            # one rank the launcher saw fail in that attempt, its own lines hidden
-            r = failed[0]
-            suspects.append(_suspect(r, "crashed", res, [exits[r]],
-                                     f"rank {r} is the one rank the launcher saw fail (exit code "
-                                     f"{exits[r].get('exitcode')}); its own lines are not in these logs"))
-            picks = [(r, "crashed", "")]
-        if (not picks and rc and rc.get("rank") is not None and rc["rank"] not in reporters
-                and rc.get("attempt", 0) == first):
-            # the ranks' own lines are not in the inputs: the launcher's word is all there is
-            suspects.append(_suspect(rc["rank"], "launcher", res, [dict(rc, grank=rc["rank"])],
-                                     f"torchrun's Root Cause block names rank {rc['rank']} (exit code "
-                                     f"{rc.get('exitcode')}); the rank's own lines are not in these logs"))
-    # the launcher's verdict, as evidence
+    return suspects, named
+
+
+def _own_suspects(own: dict, coll: dict, named: dict, res: "_Resolver") -> list[dict]:
+    """Step 2 of decide: the ranks that failed on their own, earliest first, the first one
+    with what the others then did."""
+    suspects: list[dict] = []
+    ordered = _by_time(list(own.values()))
+    lead = ordered[0]
+    tied = [e for e in ordered[1:] if _unordered(lead, e)]
+    others = sorted(set(coll) - set(own))
+    for e in ordered:
+        r = e["grank"]
+        if r in named:
+            continue
+        what = _short(e) if e["kind"] != "signal" else f"killed by {e['signal']} (exit code {e.get('exitcode')})"
+        tail = ""
+        if e is lead and others:
+            verb = _collateral_verb(coll, others)
+            tail = f"; {_ranks_text(others)} then {verb}"
+        why = (f"rank {r} failed first, on its own ({what})" if e is lead and not tied else
+               f"rank {r} failed on its own ({what})") + tail
+        if e is not lead and not _unordered(lead, e):
+            why += f", after rank {lead['grank']}"
+        suspects.append(_suspect(r, "crashed", res, [e], why))
+    return suspects
+
+
+def _silent_suspects(coll: dict, exits: dict, known: set, waiting_ranks, agent: bool, res: "_Resolver",
+                     job: dict, first: int) -> tuple[list[dict], set]:
+    """Step 3 of decide, when no rank failed on its own (that the logs show) and no line
+    names one: the rank that ended first while the others lost it, or the one that went
+    silent while they waited for it. Returns the suspects and the ranks known (gaps filled)."""
+    suspects: list[dict] = []
+    waiting = {r for r, e in coll.items() if e["collateral"] == "waited"} | set(waiting_ranks)
+    lost = {r for r, e in coll.items() if e["collateral"] == "peer"}
+    mism = {r for r, e in coll.items() if e["collateral"] == "mismatch"}
+    reporters = waiting | lost | mism
+    ended_alone = {r for r, e in exits.items() if e.get("exitcode") not in (None, -15)}
+    terminated = {r for r, e in exits.items() if e.get("exitcode") == -15}
+    listed = set(exits)
+    # ranks count from 0: a gap below the highest rank seen is a rank that printed nothing
+    known = {r for r in known if r < MAX_RANK}
+    if known:
+        known |= set(range(max(known) + 1))
+    silent = sorted(known - reporters)
+    # a rank whose traceback ends in another call than all its peers' did not do what they
+    # did: it called another collective, or the same one from another place (dev c23, b28)
+    picks: list[tuple[int, str, str]] = _odd_calls(coll)
+    if mism and not picks:
+        # a rank aborted on receiving another size than it expected. Either its own tensor is
+        # the odd one (a smaller tensor receives the others' bigger messages: sealed-b b26)
+        # or a peer sent a bigger one (tests/data/hang/size, dev r22): the logs cannot tell,
+        # a flight-recorder dump can. The receiver is the first failure they show.
+        odd = [r for r in silent if r in terminated or r not in listed]
+        picks = [(r, "crashed", f"rank {r} failed first: it aborted on receiving data of another size than it "
+                                f"expected ({_short(coll[r])[:120]}); either its own tensor is the odd one or "
+                                + (f"rank {odd[0]}, which reported nothing, sent a bigger one"
+                                   if len(odd) == 1 else "a peer sent a bigger one")
+                                + " (the ranks' flight-recorder dumps would tell)")
+                 for r in [e["grank"] for e in _by_time([coll[x] for x in mism])]]
+    if not picks and lost:
+        # a peer ended: one that exited on its own without reporting a peer (its own error
+        # hidden: --local-ranks-filter, or printed as no traceback), else one that left
+        # without any failure (exit 0: torchrun lists it nowhere)
+        unlisted = [r for r in silent if r not in listed] if agent and listed else []
+        left = [(r, "exited", f"rank {r} ended without an error of its own (the launcher lists no failure "
+                              f"for it) while {_ranks_text(sorted(lost))} lost their connection to it")
+                for r in unlisted]
+        # one rank that the launcher lists nowhere (it exited 0) is the one that left; ranks
+        # that exited non-zero without a visible report may only hide their lost-peer error,
+        # but one the launcher saw fail in this attempt while it reported no lost peer comes
+        # first (the unlisted one may only have been stopped: dev c24)
+        crashed = [(r, "crashed", f"rank {r} exited with code {exits[r]['exitcode']} without reporting a lost "
+                                  f"peer, while {_ranks_text(sorted(lost))} lost their connection to it")
+                   for r in silent if r in ended_alone]
+        picks = crashed if len(crashed) == 1 else left if len(left) == 1 else []
+        if not picks:
+            picks = crashed
+        if not picks and len(reporters) * 2 >= len(known):
+            picks = left
+    if not picks and waiting:
+        stuck = [r for r in silent if r in terminated or (r not in listed and agent)]
+        # most ranks must report the wait (a lone waiting rank may be in a subgroup of its
+        # own), or the launcher stopped exactly one rank that reported nothing
+        # (half will do when one rank is left that the launcher had to stop, or in a 2-rank
+        # job, where the one waiter can only have waited for the other: dev sealed-e-e22)
+        if len(reporters) * 2 > len(known) or (len(stuck) == 1 and (stuck[0] in terminated or len(known) == 2)
+                                               and len(reporters) * 2 >= len(known)):
+            picks = [(r, "missing", f"rank {r} printed no timeout while {_ranks_text(sorted(waiting))} timed out "
+                                    f"waiting in a collective"
+                                    + (" (the launcher stopped it: exit code -15)" if r in terminated else ""))
+                     for r in stuck]
+    for r, kind, why in picks[:8]:
+        ev = ([exits[r]] if r in exits else []) + [coll[o] for o in sorted(reporters) if o in coll][:2]
+        if kind == "crashed" and r in coll:
+            ev = [coll[r]]
+        suspects.append(_suspect(r, kind, res, ev, why))
     rc = job["launcher_root_cause"]
-    if suspects and rc and rc.get("rank") is not None:
-        top = suspects[0]
-        if rc["rank"] != top["rank"] and rc.get("attempt", 0) == first and rc["rank"] in own:
-            # the launcher names a rank that failed on its own too: not a victim
-            top["why"] += f"; torchrun's Root Cause block names rank {rc['rank']}, which failed on its own too"
-        elif rc["rank"] != top["rank"] and rc.get("attempt", 0) == first:
-            top["why"] += (f"; torchrun's Root Cause block names rank {rc['rank']}, which "
-                           + ("only " + ("timed out waiting" if coll.get(rc["rank"], {}).get("collateral") == "waited"
-                                         else "lost its peer") if rc["rank"] in coll else "failed later")
-                           + " (a victim)")
-            job["launcher_names_victim"] = True
-        elif rc["rank"] != top["rank"]:
-            top["why"] += (f"; torchrun's Root Cause block describes the last attempt (#{rc.get('attempt', 0)}), "
-                           f"not the first one that failed")
-    if later and suspects:
-        kinds = []
-        # the restart's own failures first, what its ranks reported of each other after them
-        for e in sorted(later, key=lambda e: _is_collateral(e["text"] + " " + (e.get("msg") or "")) is not None):
-            if e["kind"] in ("error", "fatal") and e.get("exc") and _short(e)[:80] not in kinds:
-                kinds.append(_short(e)[:80])
-        job["later_attempts"] = {"attempts": sorted({e["attempt"] for e in later}),
-                                 "errors": kinds[:4]}
-    if len(suspects) > 1 and suspects[0]["kind"] == "crashed" and suspects[1]["kind"] == "crashed":
-        a, b = own.get(suspects[0]["rank"]), own.get(suspects[1]["rank"])
-        if a and b and _unordered(a, b):
-            job["undecided"] = [suspects[0]["rank"], suspects[1]["rank"]]
-    out["suspects"] = suspects
-    job["ranks"] = _rank_rows(events, known, first, res, own, coll, exits)
-    # ranks with a log of their own (per-rank files, --log-dir): "its own lines are not in these
-    # logs" would be wrong for them; their log holds no traceback the model reads
-    own_logs = {r for o, r in source_ranks.items() if lines.get(o, 0) > 0}
-    out["verdict"] = (_verdict(suspects, job, coll, own, own_logs)
-                      or (job["ras_note"] + "." if job.get("ras_note") else None))
-    return out
+    failed = sorted(r for r, e in exits.items() if e.get("exitcode") not in (None, 0, -15))
+    if not picks and not reporters and len(failed) == 1 and not (rc and rc.get("attempt", 0) == first):
+        # one rank the launcher saw fail in that attempt, its own lines hidden
+        r = failed[0]
+        suspects.append(_suspect(r, "crashed", res, [exits[r]],
+                                 f"rank {r} is the one rank the launcher saw fail (exit code "
+                                 f"{exits[r].get('exitcode')}); its own lines are not in these logs"))
+        picks = [(r, "crashed", "")]
+    if (not picks and rc and rc.get("rank") is not None and rc["rank"] not in reporters
+            and rc.get("attempt", 0) == first):
+        # the ranks' own lines are not in the inputs: the launcher's word is all there is
+        suspects.append(_suspect(rc["rank"], "launcher", res, [dict(rc, grank=rc["rank"])],
+                                 f"torchrun's Root Cause block names rank {rc['rank']} (exit code "
+                                 f"{rc.get('exitcode')}); the rank's own lines are not in these logs"))
+    return suspects, known
 
 
 def _collateral_verb(coll: dict, others: list) -> str:
