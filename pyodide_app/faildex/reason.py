@@ -586,11 +586,25 @@ def build_report(index: dict, sources: list, baseline: list | None = None, artif
     # the suspect listed first heads the story: the headline, the verdict and the rank rows follow it
     top = suspects[0] if suspects else None
     first = verdict["job"].get("initiating_attempt", 0)
-    if (primary is not None and top is not None and top["kind"] in ("crashed", "named") and primary.tier > 0
+    # ranks the job model read as reporting a peer's failure (lost it, timed out waiting for it)
+    reporters = {row["rank"] for row in verdict["job"]["ranks"]
+                 if row.get("state") in ("lost a peer", "timed out", "stopped", "got a wrong size")}
+    own_line = top["evidence"][0] if top is not None and top.get("evidence") else {}
+
+    def in_first(f) -> bool:
+        """Is the finding from the attempt that failed first? A line after the initiating
+        rank's own fatal error in that rank's own file is from a restart (per-rank files
+        written across restarts carry no attempt: dev i25)."""
+        if f["source"] == own_line.get("source") and f["line"] > own_line.get("line", f["line"]):
+            return False
+        return jobmodel.attempt_of(f, verdict["ends"], verdict["logdir"]) == first
+
+    if (primary is not None and top is not None and top["kind"] in ("crashed", "named")
+            # a wrapper's or downstream report, or one only the reporting ranks printed (dev i25:
+            # Gloo's connection errors of the ranks that lost rank 2)
+            and (primary.tier > 0 or {finding_rank(f, sources) for f in primary.evidence if in_first(f)} <= reporters)
             # none of its lines is the initiating rank's in the attempt that failed first
-            and not any(finding_rank(f, sources) == top["rank"]
-                        and jobmodel.attempt_of(f, verdict["ends"], verdict["logdir"]) == first
-                        for f in primary.evidence)
+            and not any(finding_rank(f, sources) == top["rank"] and in_first(f) for f in primary.evidence)
             and len(verdict["job"]["ranks"]) >= 2      # a multi-rank job: the others' reports are collateral
             and not any((f["source"], f["line"]) in verdict["launcher_lines"] for f in primary.evidence)
             and any(finding_rank(f, sources) is not None for f in primary.evidence)):
