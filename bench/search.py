@@ -34,6 +34,9 @@ def main() -> int:
                     help="measure every Nth query only (the theme's search needs ~1 s a query)")
     ap.add_argument("--kind", choices=("line", "prefixed", "half", "short"), help="only this kind of query")
     ap.add_argument("--find-only", action="store_true", help="measure find.js only (no wait for the theme)")
+    ap.add_argument("--dev", action="store_true",
+                    help="the development queries (tests/corpus/search-dev, from other public threads; may be "
+                         "read): figures and every miss")
     ap.add_argument("--heldout", action="store_true",
                     help="the held-out queries (tests/corpus/search-heldout: what people typed in public "
                          "threads, never read to tune the search); prints figures only, never a query")
@@ -44,7 +47,7 @@ def main() -> int:
     entries, problems = validate(REPO)
     if problems:
         raise SystemExit("entries do not validate: run faildex validate")
-    rows = heldout() if args.heldout else queries(entries)
+    rows = heldout() if args.heldout else heldout(DEV) if args.dev else queries(entries)
     rows = [r for r in rows if args.kind in (None, r[0])][::args.every]
     misses = []
     class Quiet(http.server.SimpleHTTPRequestHandler):
@@ -102,13 +105,15 @@ def main() -> int:
 
 KINDS = ("line", "prefixed", "half", "short", "cut", "older", "typo", "question")
 HELDOUT = REPO / "tests" / "corpus" / "search-heldout" / "queries.yaml"
+DEV = REPO / "tests" / "corpus" / "search-dev" / "queries.yaml"
 
 
-def heldout() -> list[tuple[str, str, tuple]]:
-    """(kind, query, wanted entries) of the held-out set; a query no entry answers (want: [])
-    is left out: the header search always lists its nearest entries, so it has no right answer."""
+def heldout(path: Path = HELDOUT) -> list[tuple[str, str, tuple]]:
+    """(kind, query, wanted entries) of a set of queries from public threads (the held-out
+    set, else the given one); a query no entry answers (want: []) is left out: the header
+    search always lists its nearest entries, so it has no right answer."""
     from ruamel.yaml import YAML
-    items = YAML(typ="safe").load(HELDOUT.read_text(encoding="utf-8"))
+    items = YAML(typ="safe").load(path.read_text(encoding="utf-8"))
     return [(q["kind"], q["q"], tuple(q["want"])) for q in items if q["want"]]
 
 

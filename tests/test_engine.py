@@ -113,6 +113,18 @@ def test_mpirun_and_pdsh_prefixes_give_the_task_and_the_host():
         assert "host" not in parse_prefix(line)[0], line
 
 
+def test_vllm_logger_and_process_prefixes():
+    # vLLM's logger, new ("[file.py:N]") and old ("file.py:N]") forms, behind its process tag,
+    # as entries/healthy/vllm-*.log and vLLM issue threads print them
+    meta, rest = parse_prefix("(EngineCore_0 pid=1358) INFO 09-03 00:36:27 [core.py:636] Engine started")
+    assert (meta["pid"], meta["level"], rest) == (1358, "I", "Engine started") and "ts" in meta
+    meta, rest = parse_prefix("ERROR 06-13 02:36:52 async_llm_engine.py:532] Engine iteration timed out.")
+    assert (meta["level"], rest) == ("E", "Engine iteration timed out.")
+    meta, rest = parse_prefix("(RayWorkerWrapper pid=1234, ip=10.0.0.5) ERROR 11-02 10:00:01 worker_base.py:12] x")
+    assert (meta["host"], rest) == ("10.0.0.5", "x")
+    assert parse_prefix("INFO: Started server process [7]")[1] == "INFO: Started server process [7]"
+
+
 def test_shape_folds_variable_parts():
     a = shape("[rank3]:2024-01-01 10:00:00,001 step 1234 at 0x7f00aa /data/run1/x.pt failed")
     b = shape("[rank9]:2024-02-02 11:11:11,999 step 99 at 0x1234 /other/path.pt failed")

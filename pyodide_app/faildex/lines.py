@@ -42,6 +42,12 @@ _SYSLOG = re.compile(r"(?P<mon>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) 
 # and PyTorch 2.x's c10 form without a PID: "[rank0]:[E1202 10:11:12.345678000 ProcessGroupNCCL.cpp:616] "
 _GLOG = re.compile(r"\[?(?P<level>[IWEF])(?P<mm>\d\d)(?P<dd>\d\d) (?P<time>\d\d:\d\d:\d\d\.\d+) +"
                    r"(?:(?P<pid>\d+) +)?(?P<file>[^\s:\]]+):(?P<line>\d+)\] ?")
+# vLLM's logger: "INFO 09-03 00:35:49 [__init__.py:241] " (0.6 on), "ERROR 06-13 02:36:52
+# async_llm_engine.py:532] " (before), often behind its process tag "(EngineCore_0 pid=1358) "
+# or "(RayWorkerWrapper pid=1234, ip=10.0.0.5) " (entries/healthy/vllm-*.log)
+_VLLM_PROC = re.compile(r"\((?P<proc>[A-Za-z_][\w-]{0,40}) pid=(?P<pid>\d+)(?:, ip=(?P<ip>[\w.:-]{1,64}))?\) ")
+_VLLM = re.compile(r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<mm>\d\d)-(?P<dd>\d\d) "
+                   r"(?P<time>\d\d:\d\d:\d\d)(?:\.\d+)? \[?(?P<file>[\w.-]{1,80}):(?P<line>\d+)\] ")
 # docker compose: "trainer-1  | text" (service name, replica number, padding, a bar)
 _COMPOSE = re.compile(r"(?P<service>[a-z][\w.-]{0,62}?)[-_](?P<replica>\d{1,3}) {1,40}\| ")
 _NCCL = re.compile(r"(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] NCCL ")
@@ -54,7 +60,8 @@ _PG_RANK = re.compile(r"\[(?:PG [^\[\]]{1,200} )?Rank (?P<rank>\d{1,5})\] ")
 
 # The prefixes parse_prefix() peels off, in its order: the site's matcher (find.js, through
 # search.json) strips the same ones, so a pasted line reads there as it reads here
-PREFIXES = (_K8S_TS, _K8S_PREFIX, _COMPOSE, _TORCHRUN, _MPIRUN, _HOST_COLON, _SRUN, _GLOG, _SYSLOG, _ISO)
+PREFIXES = (_K8S_TS, _K8S_PREFIX, _COMPOSE, _TORCHRUN, _MPIRUN, _HOST_COLON, _SRUN, _VLLM_PROC, _VLLM, _GLOG,
+            _SYSLOG, _ISO)
 
 
 def _clock(base: str) -> datetime:
@@ -208,6 +215,20 @@ def parse_prefix(text: str) -> tuple[dict, str]:
             meta["task"] = int(m.group("rank"))
             if "rank" not in meta:
                 meta["rank"], meta["rank_from"] = meta["task"], "task"
+            rest = rest[m.end():]
+            continue
+        m = _VLLM_PROC.match(rest) if rest[:1] == "(" else None
+        if m:
+            meta.setdefault("pid", int(m.group("pid")))
+            if m.group("ip"):
+                meta.setdefault("host", m.group("ip"))
+            rest = rest[m.end():]
+            continue
+        m = _VLLM.match(rest) if rest[:1] in "DIWEC" else None
+        if m:
+            if "ts" not in meta:
+                meta["ts"] = _day_epoch(int(m.group("mm")), int(m.group("dd")), m.group("time"))
+            meta["level"] = m.group("level")[0]
             rest = rest[m.end():]
             continue
         m = _GLOG.match(rest)

@@ -586,9 +586,10 @@ def build_report(index: dict, sources: list, baseline: list | None = None, artif
     # the suspect listed first heads the story: the headline, the verdict and the rank rows follow it
     top = suspects[0] if suspects else None
     first = verdict["job"].get("initiating_attempt", 0)
-    # ranks the job model read as reporting a peer's failure (lost it, timed out waiting for it)
-    reporters = {row["rank"] for row in verdict["job"]["ranks"]
-                 if row.get("state") in ("lost a peer", "timed out", "stopped", "got a wrong size")}
+    # ranks the job model read as having lost a peer (its connection closed or reset): what
+    # they print is the consequence of the peer's end (a timeout or a mismatch check may be
+    # the diagnosis itself)
+    reporters = {row["rank"] for row in verdict["job"]["ranks"] if row.get("state") == "lost a peer"}
     own_line = top["evidence"][0] if top is not None and top.get("evidence") else {}
 
     def in_first(f) -> bool:
@@ -600,9 +601,11 @@ def build_report(index: dict, sources: list, baseline: list | None = None, artif
         return jobmodel.attempt_of(f, verdict["ends"], verdict["logdir"]) == first
 
     if (primary is not None and top is not None and top["kind"] in ("crashed", "named")
-            # a wrapper's or downstream report, or one only the reporting ranks printed (dev i25:
-            # Gloo's connection errors of the ranks that lost rank 2)
-            and (primary.tier > 0 or {finding_rank(f, sources) for f in primary.evidence if in_first(f)} <= reporters)
+            # a wrapper's or downstream report, or, when a rank failed on its own, one that only
+            # the ranks reporting its loss printed (dev i25: Gloo's connection errors of the ranks
+            # that lost rank 2; a line naming the rank, as a monitored barrier's, stays evidence)
+            and (primary.tier > 0 or (top["kind"] == "crashed" and set() < {
+                finding_rank(f, sources) for f in primary.evidence if in_first(f)} <= reporters))
             # none of its lines is the initiating rank's in the attempt that failed first
             and not any(finding_rank(f, sources) == top["rank"] and in_first(f) for f in primary.evidence)
             and len(verdict["job"]["ranks"]) >= 2      # a multi-rank job: the others' reports are collateral
@@ -615,6 +618,8 @@ def build_report(index: dict, sources: list, baseline: list | None = None, artif
         primary = None
     elif (primary is not None and top is not None and top["kind"] in ("crashed", "named")
           and verdict["job"]["attempts"] > 1 and primary.evidence
+          # ranks' own lines (the launcher's, such as "attempts left", speak for the whole job)
+          and all(finding_rank(f, sources) is not None for f in primary.evidence)
           and all(jobmodel.attempt_of(f, verdict["ends"], verdict["logdir"]) > first for f in primary.evidence)):
         # a restarting job is read from the attempt that failed first: what a later attempt
         # failed with is what the restart did, not the headline (dev sealed-h-h18)

@@ -17,6 +17,7 @@
   var ANSI = /\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07/g;   // = faildex/lines.py ANSI (tests/test_site.py)
   var MAX_LINES = 400;      // a pasted log: its last lines hold the error
   var MAX_WORDS = 300;
+  var SPECIFIC_DF = 5;      // a word in at most this many entries makes a phrase specific
 
   var UNITS = { bytes: 1, b: 1, kib: 1024, mib: 1048576, gib: 1073741824, tib: 1099511627776,
                 kb: 1e3, mb: 1e6, gb: 1e9, tb: 1e12 };
@@ -182,7 +183,10 @@
     var qwords = words(lines.join(" \n ")).slice(-MAX_WORDS).map(this.correct, this);
     var unique = Object.keys(setOf(qwords));
     var qpairs = Object.keys(pairs(qwords));
-    var idf = this.idf;
+    var idf = this.idf, df = this.df;
+    var specific = function (lit) {
+      return words(lit).some(function (w) { return df[w] && df[w] <= SPECIFIC_DF; });
+    };
     var scored = this.entries.map(function (p) {
       var regex = 0, line = -1, literal = 0, wordScore = 0, facts = {};
       p.sigs.forEach(function (s) {
@@ -200,9 +204,11 @@
           }
         }
         s.literals.forEach(function (lit) {
-          // a phrase, not one word (words are scored below)
-          // 8 characters besides the spaces around them (" error: " is in every log)
-          if (lit.trim().length >= 8 && /\W/.test(lit) && text.indexOf(lit) >= 0) literal = Math.max(literal, s.weight * lit.length);
+          // a phrase, not one word (words are scored below), of 8 characters besides the
+          // spaces around them (" error: " is in every log), with a word few entries use
+          // ("timed out after", "is available" name nothing)
+          if (lit.trim().length >= 8 && /\W/.test(lit) && text.indexOf(lit) >= 0 && specific(lit))
+            literal = Math.max(literal, s.weight * lit.length);
         });
       });
       unique.forEach(function (w) {
