@@ -196,7 +196,7 @@ def test_questions_are_the_entrys_own_with_their_threads_and_references(built):
             assert q["reference"] in [a.attrs["href"] for a in dd.find_all("a")]
 
 
-def test_support_ticket_lists_the_message_facts_and_commands(built):
+def test_support_ticket_lists_the_message_facts_and_points_to_the_checks(built):
     for v in built.build.entries:
         box = entry_sections(built, v)["For a support ticket"][0]
         codes = [c.text() for c in box.find_all("code")]
@@ -206,10 +206,12 @@ def test_support_ticket_lists_the_message_facts_and_commands(built):
         groups = {n for s in v.d["signatures"] if s["strength"] != "context"
                   for n in re.compile(s["regex"]).groupindex}
         assert set(t["facts"]) == groups and all(f in codes for f in t["facts"]), v.id
-        for c in v.d["confirm"]:
-            if c.get("command"):
-                assert G.code_text(c["command"]) in codes, v.id
-        links = [resolve(built.entry_url(v.id), a.attrs["href"]) for a in box.find_all("a")]
+        # the checks' commands are in "How to confirm": the ticket points there, not repeats them
+        commands = [G.code_text(c["command"]) for c in v.d["confirm"] if c.get("command")]
+        assert not [c for c in commands if c in codes], v.id
+        hrefs = [a.attrs["href"] for a in box.find_all("a")]
+        assert ("#how-to-confirm" in hrefs) == bool(commands), v.id
+        links = [resolve(built.entry_url(v.id), h) for h in hrefs]
         assert "diagnose/" in links
 
 
@@ -702,3 +704,46 @@ def test_contributings_worked_example_of_a_page_section_builds_as_written(tmp_pa
     block = next(x for x in page.blocks if 'class="fdx-systems"' in x)
     entry = b.by_id["nccl-watchdog-timeout"]
     assert block.count("<li><a href=") == len(entry.systems) >= 2
+
+
+# ---------------------------------------------------------------- the page budget
+
+PAGE_MEDIAN_WORDS = 1500      # issue 28: a median entry page under 1,500 words of prose
+PAGE_MAX_WORDS = 2500         # and none over 2,500
+
+
+def prose_words(html: str) -> int:
+    """Words a reader reads on a built entry page: the article's text outside code and log
+    blocks (<pre>), buttons, scripts and styles."""
+    from html.parser import HTMLParser
+
+    class Words(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.article = self.skip = self.n = 0
+
+        def handle_starttag(self, tag, attrs):
+            self.article += tag == "article"
+            self.skip += tag in ("pre", "script", "style", "button")
+
+        def handle_endtag(self, tag):
+            self.article -= tag == "article"
+            self.skip -= tag in ("pre", "script", "style", "button")
+
+        def handle_data(self, data):
+            if self.article and not self.skip:
+                self.n += len(re.findall(r"[A-Za-z0-9_]+", data))
+
+    w = Words()
+    w.feed(html)
+    return w.n
+
+
+def test_entry_pages_keep_to_the_page_budget(real_site, entries):
+    words = {e.id: prose_words((real_site.site / "entries" / e.id / "index.html").read_text(encoding="utf-8"))
+             for e in entries}
+    ordered = sorted(words.values())
+    median = (ordered[len(ordered) // 2] + ordered[(len(ordered) - 1) // 2]) / 2
+    assert min(ordered) > 200            # the count reads the pages' prose at all
+    assert median < PAGE_MEDIAN_WORDS, median
+    assert not {k: v for k, v in words.items() if v > PAGE_MAX_WORDS}
