@@ -546,46 +546,13 @@ def _guess(e: dict, eid: str, confidence: float, why: str) -> dict:
 
 # ---------------------------------------------------------------- assemble
 
-def build_report(index: dict, sources: list, baseline: list | None = None, artifacts=None) -> dict:
-    entries = index["entries"]
-    g = Gathered(index, sources)
-
-    baseline_shapes = None
-    new_events: list[dict] = []
-    if baseline is not None:
-        baseline_shapes = set()
-        for b in baseline:
-            baseline_shapes |= set(b.shapes)
-        for src in sources:
-            for sh, where in src.shapes.items():
-                if sh not in baseline_shapes:
-                    new_events.append(dict(where, shape=sh, order=src.order))
-        new_events.sort(key=lambda e: (e["order"], e["line"]))
-
-    # Supporting lines are abnormal (the validator keeps them out of healthy output), so
-    # they can make a low-confidence diagnosis on their own; context lines cannot.
-    verdict = job_verdict(index, sources, g)
-    nodes = {tuple(x) for x in verdict["job"]["node_tasks"]}
-    for c in g.cands.values():
-        for f in c.defining + c.supporting + c.collateral:
-            if "task" in f and f.get("rank") == f["task"] and (f["order"], f["task"]) in nodes:
-                del f["rank"]   # the task number of a node's agent, not the rank that printed the line
-    suspects = find_suspects({"facts": g.facts}, sources, artifacts, index, verdict["suspects"],
-                             received_more=verdict["job"].get("received_more", ()))
-    if sources and not verdict["job"]["failed"] and not any(c.evidence for c in g.cands.values()):
-        # the logs show a job that did not fail: dumps that differ only in how far each rank
-        # had completed (written as each rank finished) name nobody
-        suspects = [s for s in suspects if s["kind"] != "behind"]
-    sc = Scoring(g, [c for c in g.cands.values() if c.evidence], sources, entries, baseline_shapes, verdict,
-                 suspects)
-    for rule in RULES:
-        rule.run(sc)
-    scored, missing, version_notes, verdict = sc.scored, sc.missing, sc.version_notes, sc.verdict
-    primary, alternatives, collateral, vetoed = rank(scored, g.facts, missing, sources)
-    restart_only = None      # the headline a later restart attempt alone would have given
-    # the suspect listed first heads the story: the headline, the verdict and the rank rows follow it
-    top = suspects[0] if suspects else None
-    first = verdict["job"].get("initiating_attempt", 0)
+def _headline_follows_suspect(primary, top: dict | None, first: int, verdict: dict, sources: list,
+                              alternatives: list, collateral: list):
+    """The headline follows the suspect listed first (one story): a report of a failure
+    elsewhere, while a rank failed on its own, moves to the collateral; one seen only in a
+    later restart attempt moves to the alternatives. Returns (primary, the candidate moved
+    aside as "only in a later attempt", or None); the lists are changed in place."""
+    restart_only = None
     # ranks the job model read as having lost a peer (its connection closed or reset): what
     # they print is the consequence of the peer's end (a timeout or a mismatch check may be
     # the diagnosis itself)
@@ -628,6 +595,50 @@ def build_report(index: dict, sources: list, baseline: list | None = None, artif
                              + (f" in attempt {first}" if first else ""))
         alternatives.insert(0, primary)
         restart_only, primary = primary, None
+    return primary, restart_only
+
+
+def build_report(index: dict, sources: list, baseline: list | None = None, artifacts=None) -> dict:
+    entries = index["entries"]
+    g = Gathered(index, sources)
+
+    baseline_shapes = None
+    new_events: list[dict] = []
+    if baseline is not None:
+        baseline_shapes = set()
+        for b in baseline:
+            baseline_shapes |= set(b.shapes)
+        for src in sources:
+            for sh, where in src.shapes.items():
+                if sh not in baseline_shapes:
+                    new_events.append(dict(where, shape=sh, order=src.order))
+        new_events.sort(key=lambda e: (e["order"], e["line"]))
+
+    # Supporting lines are abnormal (the validator keeps them out of healthy output), so
+    # they can make a low-confidence diagnosis on their own; context lines cannot.
+    verdict = job_verdict(index, sources, g)
+    nodes = {tuple(x) for x in verdict["job"]["node_tasks"]}
+    for c in g.cands.values():
+        for f in c.defining + c.supporting + c.collateral:
+            if "task" in f and f.get("rank") == f["task"] and (f["order"], f["task"]) in nodes:
+                del f["rank"]   # the task number of a node's agent, not the rank that printed the line
+    suspects = find_suspects({"facts": g.facts}, sources, artifacts, index, verdict["suspects"],
+                             received_more=verdict["job"].get("received_more", ()))
+    if sources and not verdict["job"]["failed"] and not any(c.evidence for c in g.cands.values()):
+        # the logs show a job that did not fail: dumps that differ only in how far each rank
+        # had completed (written as each rank finished) name nobody
+        suspects = [s for s in suspects if s["kind"] != "behind"]
+    sc = Scoring(g, [c for c in g.cands.values() if c.evidence], sources, entries, baseline_shapes, verdict,
+                 suspects)
+    for rule in RULES:
+        rule.run(sc)
+    scored, missing, version_notes, verdict = sc.scored, sc.missing, sc.version_notes, sc.verdict
+    primary, alternatives, collateral, vetoed = rank(scored, g.facts, missing, sources)
+    # the suspect listed first heads the story: the headline, the verdict and the rank rows follow it
+    top = suspects[0] if suspects else None
+    first = verdict["job"].get("initiating_attempt", 0)
+    primary, restart_only = _headline_follows_suspect(primary, top, first, verdict, sources, alternatives,
+                                                      collateral)
     if primary is not None:
         # entries seen only through their collateral lines (what a failure prints elsewhere)
         for c in sorted(g.cands.values(), key=lambda c: c.id):
