@@ -136,6 +136,7 @@
     this.idf = function (w) { return df[w] ? Math.log(1 + n / df[w]) : 0; };
     this.vocabulary = Object.keys(df).filter(function (w) { return w.length >= 4 && !/[0-9_]/.test(w); });
     this.df = df;
+    this.corrected = Object.create(null);      // word -> what correct() read it as
     // the engine's own prefixes (search.json, from faildex.lines.PREFIXES), then a level word
     // or a logger's module path, which the engine leaves in the message
     this.prefixes = (data.prefixes || []).map(function (p) {
@@ -147,6 +148,12 @@
   // exactly one word is that close: "conection" -> "connection", "timout" -> "timeout".
   Finder.prototype.correct = function (w) {
     if (this.df[w] || w.length < 5 || /[0-9_]/.test(w)) return w;
+    // a pasted log repeats its words, and the box re-ranks at every key: each word is read once
+    if (w in this.corrected) return this.corrected[w];
+    return (this.corrected[w] = this.nearestWord(w));
+  };
+
+  Finder.prototype.nearestWord = function (w) {
     var max = w.length >= 8 ? 2 : 1, best = null, bestD = max + 1, ties = 0;
     for (var i = 0; i < this.vocabulary.length; i++) {
       var v = this.vocabulary[i];
