@@ -134,8 +134,9 @@ class Session:
         """The report, the view the page renders (render.view: the same the CLI prints) and
         what the page offers beside it, as one JSON text."""
         r = self.d.report()
-        return json.dumps({"report": r, "view": view(r, ""), "markdown": to_markdown(r, redact_it=True),
-                           "share": share_payload(r), "excerpt": excerpt(r),
+        v = view(r, "")
+        return json.dumps({"report": r, "view": v, "markdown": to_markdown(r, redact_it=True),
+                           "share": share_payload(v, r["facts"].get("hosts", [])), "excerpt": excerpt(r),
                            "categories": {n["id"]: self.categories.get(n["id"]) for n in
                                           (r.get("unmatched") or {}).get("nearest", [])}})
 
@@ -143,14 +144,13 @@ class Session:
 SHARE_VERSION = 2      # 2: the view (render.view); 1 (before 2026-12-05): report fields
 
 
-def share_payload(r: dict) -> str:
-    """What a share link carries: the view's head and findings, redacted (no log context
-    around the evidence, no unmatched lines, no timeline), versioned."""
-    v = view(r, "")
-    keep = {k: v[k] for k in ("verdict", "ranks", "band", "primary", "missing", "next")}
+def share_payload(v: dict, hosts: list) -> str:
+    """What a share link carries: the view's (render.view) head and findings, redacted (the
+    hosts the report names, and what redact() finds), with no log context around the
+    evidence, no unmatched lines and no timeline; versioned."""
+    keep = {k: v[k] for k in ("verdict", "ranks", "band", "primary", "missing", "next", "notes")}
     keep.update(
         v=SHARE_VERSION, one_input=True, timeline=[], unmatched=None,
-        notes=[n for n in v["notes"]],
         primary=v["primary"] and {k: v["primary"].get(k) for k in ("id", "title", "confidence", "why", "url", "band")},
         alternatives=[{k: a.get(k) for k in ("id", "title", "confidence", "why", "url", "band")}
                       for a in v["alternatives"]],
@@ -161,7 +161,7 @@ def share_payload(r: dict) -> str:
         fact_rows=[f for f in v["fact_rows"] if f["key"] not in ("hosts", "ranks")],
         first_seen=None,
     )
-    return redact(json.dumps(keep, sort_keys=True), r["facts"].get("hosts", []))
+    return redact(json.dumps(keep, sort_keys=True), hosts)
 
 
 def excerpt(r: dict) -> str:
