@@ -27,14 +27,15 @@ _MPIRUN = re.compile(r"\[(?P<job>\d{1,9}),(?P<rank>\d{1,6})\]<(?:stdout|stderr|s
 # pdsh (DeepSpeed's multi-node runner) puts "host: " before each remote line; a host word is
 # taken only when it is lowercase (as host names are written) and a launcher's or a logger's
 # own prefix follows it, so that a message's "RuntimeError: " is never read as a host
-_HOST_COLON = re.compile(r"(?P<host>[a-z0-9][a-z0-9-]{0,62}(?:\.[a-z0-9-]{1,62}){0,6}): (?=\[(?:rank\d{1,5}|[A-Za-z_]\w{0,30}?"
-                         r"\d{1,5})\]:|[IWEF]\d{4} \d\d:\d\d:\d\d\.|\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)")
+# what follows a host word when it is one: a launcher's rank prefix or a glog line
+_OWN_PREFIX_AHEAD = r"\[(?:rank\d{1,5}|[A-Za-z_]\w{0,30}?\d{1,5})\]:|[IWEF]\d{4} \d\d:\d\d:\d\d\."
+_HOST_COLON = re.compile(r"(?P<host>[a-z0-9][a-z0-9-]{0,62}(?:\.[a-z0-9-]{1,62}){0,6}): "
+                         r"(?=" + _OWN_PREFIX_AHEAD + r"|\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)")
 # torchrun --tee: "[rank3]:" is the global rank; "[default0]:" is role "default", local rank 0
 _TORCHRUN = re.compile(r"\[(?:rank(?P<rank>\d{1,5})|(?P<role>[A-Za-z_]\w{0,30}?)(?P<local_rank>\d{1,5}))\]:")
 # a shipper's "TIMESTAMP HOST message" line: the host word is taken only when a launcher's
 # or a logger's own prefix follows it, so that a message's first word is never read as a host
-_HOST_AFTER_TS = re.compile(r"(?P<host>[A-Za-z][\w-]{0,62}(?:\.[\w-]{1,62}){0,6}) "
-                            r"(?=\[(?:rank\d{1,5}|[A-Za-z_]\w{0,30}?\d{1,5})\]:|[IWEF]\d{4} \d\d:\d\d:\d\d\.)")
+_HOST_AFTER_TS = re.compile(r"(?P<host>[A-Za-z][\w-]{0,62}(?:\.[\w-]{1,62}){0,6}) (?=" + _OWN_PREFIX_AHEAD + ")")
 _ISO = re.compile(r"\[?(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)(?P<tz>Z|[+-]\d\d:?\d\d)?\]?[ |,:-]*")
 _SYSLOG = re.compile(r"(?P<mon>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +(?P<day>\d{1,2}) "
                      r"(?P<time>\d\d:\d\d:\d\d) (?P<host>[\w.-]+) (?:[\w./-]{1,64}(?:\[\d+\])?: )?")
