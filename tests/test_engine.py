@@ -778,6 +778,93 @@ def test_a_comparison_is_worded_as_the_values_stand():
     assert "(20.00 MiB) is at most tried (90.00 MiB)" in words
 
 
+# ---------------------------------------------------------------- live candidates (issue 31)
+
+def _benign_anchor_lines(anchor: str, n: int, seed: int) -> bytes:
+    """INFO lines that carry an anchor among ids and numbers (bench/engine.py anchor_line_file)."""
+    import random
+    rng = random.Random(f"{anchor}/{seed}")
+    return "".join(f"[2026-12-05 10:{rng.randrange(60):02d}:{rng.randrange(60):02d},{rng.randrange(1000):03d}] INFO "
+                   f"[rank{rng.randrange(64)}] worker {rng.getrandbits(32):08x}: step {rng.randrange(10**6)} "
+                   f"note {anchor} (batch {rng.randrange(4096)})\n" for _ in range(n)).encode()
+
+
+def test_candidates_sorted_in_bulk_give_the_reports_of_reading_each_one(index, monkeypatch, tmp_path):
+    """A buffer's candidate lines are sorted in one search for the live words (scan.Source._live):
+    a line holding none of them is not read one by one. Read so or read line by line (BULK_LINES
+    past any buffer), every log of both corpora, the healthy corpus, every profile line type and
+    benign lines around every 8th anchor with a real failure planted among them get the same
+    report; and the planted files are mostly skipped (counted, not timed)."""
+    from bench.profiles import generate_line_type, line_types
+    from faildex import scan
+
+    logs = sorted((ROOT / "tests" / "corpus").glob("*/*.log")) + HEALTHY
+    for n, lt in enumerate(line_types()):
+        generate_line_type(tmp_path / f"{n:02d}.log", lt, 60_000, seed=2)
+        logs.append(tmp_path / f"{n:02d}.log")
+    failure = TIMEOUT_LINE.encode()
+    planted = []
+    for n, anchor in enumerate(index["anchors"][::8]):
+        p = tmp_path / f"anchor{n:03d}.log"
+        p.write_bytes(_benign_anchor_lines(anchor, 300, n) + failure + _benign_anchor_lines(anchor, 300, -n))
+        planted.append(p)
+    logs += planted
+    read = {}
+    original = scan.Source._candidate
+
+    def counted(self, *args):
+        read[self.name] = read.get(self.name, 0) + 1
+        return original(self, *args)
+
+    monkeypatch.setattr(scan.Source, "_candidate", counted)
+    got = {}
+    for bulk in (1, 10 ** 9):
+        monkeypatch.setattr(scan, "BULK_LINES", bulk)
+        read.clear()
+        got[bulk] = [diagnose([str(p)], index) for p in logs]
+        if bulk == 1:
+            skipped = sum(r["inputs"][0]["candidates"] - read.get(str(p), 0) for p, r in zip(planted, got[bulk][-len(planted):]))
+    assert len(logs) > 300
+    for path, a, b in zip(logs, got[1], got[10 ** 9]):
+        assert a == b, path.name
+    cands = sum(r["inputs"][0]["candidates"] for r in got[1][-len(planted):])
+    # the lines of 16 of these 67 anchors hold a live word (a signature's literal, "Error"):
+    # 75 % of the candidates are skipped today
+    assert cands > 10_000 and skipped > 0.65 * cands, (skipped, cands)
+    # the planted line is found among the benign ones (some anchors' lines are findings too)
+    named = [{c["id"] for c in [r["primary"] or {}] + r["alternatives"] if c} for r in got[1][-len(planted):]]
+    assert all("torchrun-rendezvous-timeout" in ids for ids in named), named
+
+
+def test_skipped_lines_still_give_the_ranks_and_the_time_a_finding_inherits(index, monkeypatch):
+    """A skipped candidate line is still read for its origin (Source._origin): every one until
+    ORIGIN_QUIET in a row name no new rank or host, then one in ORIGIN_SAMPLE, and always the
+    last one before a line that is read. A 64-rank log far past the quiet point, ending in an
+    error line with no time of its own, gets the report of reading every line: all 64 ranks,
+    and the time of the line just before the error."""
+    from faildex import scan
+
+    words = scan.Plan(index).live_words({})
+    anchor = next(a for a in index["anchors"] if not any(w in f"INFO step 1 note {a}".encode() for w in words))
+    n = 3 * scan.ORIGIN_QUIET
+    lines = [f"[rank{i % 64}]:[2026-12-05 10:{i // 3600 % 60:02d}:{i // 60 % 60:02d},{i % 1000:03d}] INFO step {i} "
+             f"note {anchor}\n" for i in range(n)]
+    data = ("".join(lines) + TIMEOUT_LINE).encode()
+    read = []
+    original = scan.Source._candidate
+    monkeypatch.setattr(scan.Source, "_candidate", lambda self, *a: read.append(1) or original(self, *a))
+    got = {}
+    for bulk in (1, 10 ** 9):
+        monkeypatch.setattr(scan, "BULK_LINES", bulk)
+        read.clear()
+        got[bulk] = run_text(index, data)
+        if bulk == 1:
+            assert len(read) < n // 100, len(read)      # the benign lines were skipped
+    assert got[1] == got[10 ** 9]
+    assert got[1]["facts"]["ranks"] == list(range(64))
+    assert got[1]["primary"]["id"] == "torchrun-rendezvous-timeout"
+
+
 # ---------------------------------------------------------------- the RE2 prefilter (scan.RE2_NOTE)
 
 def _reports_by_prefilter(index, paths, monkeypatch) -> dict[str, list]:

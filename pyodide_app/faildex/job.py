@@ -53,6 +53,12 @@ JOB_ANCHORS = ("failed (exitcode:", "Root Cause (first observed failure)", "Chil
                "srun: error:", "Fatal Python error:", "terminate called after throwing",
                "managed by process", "launched up to operation", "Missing communicator data from")
 
+# What a line must hold for _take to read it while no traceback or launcher report is open
+# (then every line counts): the scan skips a candidate line that holds none of these, nor any
+# other reader's word (scan.Plan.live_words)
+WORDS = JOB_ANCHORS + ("(most recent call", "ChildFailedError", "terminate called", "restart_count=",
+                       "Worker group failed", "monitoredBarrier", "Fatal Python error:")
+
 _EXIT = re.compile(r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local>\d+) \(pid: \d+\)")
 _RESTART = re.compile(r"Worker group [A-Z]+\. \d+/\d+ attempts left")
 _BLOCK_HEAD = re.compile(r"^(?:Failures:|Root Cause \(first observed failure\):)\s*$")

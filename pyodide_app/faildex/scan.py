@@ -14,9 +14,12 @@ from __future__ import annotations
 import codecs
 import os
 import re
+from bisect import bisect_right
 
 from . import context
 from .lines import fold, parse_prefix, strip_ansi
+from . import job as _job
+from . import suspects as _suspects
 from .job import JOB_ANCHORS, TRACEBACK_LINES, JobLines
 from .suspects import FRAME_BYTES, SCAN_ANCHORS, HangLines
 
@@ -44,6 +47,16 @@ TRACE_MARKERS = ("(most recent call", '(idle): "', '(active): "', '(active+gil):
 _EXCEPTION = re.compile(r"^\s*(?:[A-Za-z_][\w.]*\.)?(?P<name>[A-Z]\w*(?:Error|Exception|Exit))(?::|$)")
 _ERRORISH = re.compile(r"\b(?:[A-Z]\w*(?:Error|Exception)\b|ERROR\b|[Ee]rror:|FATAL|[Ff]atal error)")
 
+
+# the words _candidate's own checks look for (error lines, tracebacks), and the marks of a
+# line whose text is read in another form than its bytes: ANSI colours, escapes (a JSON
+# string, a flattened traceback), a shipper's JSON object
+ERROR_WORDS = ("rror", "RROR", "xception", "FATAL")
+REWRITTEN = ("\x1b", "\\", '{"')
+# A buffer with at least this many candidate lines sorts them in bulk (Source._live)
+BULK_LINES = 16
+SAMPLE_BYTES = 1 << 16   # of the candidates, to choose the live passes' key bytes
+ORIGIN_QUIET, ORIGIN_SAMPLE = 2048, 32  # how skipped lines are read for their origin (_origin)
 
 _CONTROL = bytes(b for b in range(32) if b not in (9, 10, 12, 13, 27)) + b"\x7f"
 
@@ -116,6 +129,19 @@ class Plan:
         self.head_words_in = _Which(self.head_words)
         self._re2 = re2
         self._head_passes: dict[frozenset, list] = {}   # a memo, filled as inputs need it
+        # A candidate line holds an anchor; most such lines in a healthy job match nothing.
+        # One that holds no signature's literal and no word of another reader (the job
+        # model, the hang lines, the error and traceback checks) can change nothing but
+        # where the scan is, so a buffer's candidates are sorted in one search for these
+        # words over all of them (Source._live) and only the live ones are read one by one.
+        # The version and launcher keys join while their facts are unknown (live_words).
+        # Baseline runs read every candidate's shape and are not sorted.
+        self.bulk = not baseline_mode
+        static = {s["literal"] for s in index["signatures"] if s["literal"]}
+        static |= {a for s in index["signatures"] if not s["literal"] for a in s["anchors"]}
+        static |= set(_job.WORDS + _suspects.WORDS + TRACE_MARKERS + ERROR_WORDS + REWRITTEN)
+        self.live_static = frozenset(w.encode() for w in static)
+        self._context_words = [(fact, key.encode()) for fact, key, _ in context.PATTERNS]
 
     def prepare(self) -> None:
         """Compile now what the first input would: the which-anchor and head-word
@@ -125,10 +151,11 @@ class Plan:
         self.head_words_in(b"")
         self.head_passes(self.head_words)
 
-    def head_passes(self, words: frozenset) -> list:
-        """The passes that find the head's lines holding one of words (context keys and
-        context-signature literals): the host's finder, else one RE2 search, else one
-        stdlib regex per first byte; compiled once per set."""
+    def head_passes(self, words: frozenset, sample: bytes = b"") -> list:
+        """The passes that find the lines holding one of words (the head's context keys and
+        context-signature literals; the live words of a buffer's candidates): the host's
+        finder, else one RE2 search, else one stdlib regex per key byte (_keyed_passes);
+        compiled once per set, with key bytes that are rare in sample (_keyed_passes)."""
         passes = self._head_passes.get(words)
         if passes is None:
             if self._host_finder is not None:
@@ -136,14 +163,15 @@ class Plan:
             elif self._re2 is not None:
                 passes = [(b"", _re2_alternation(self._re2, sorted(words)))]
             else:
-                by_byte: dict[int, set[bytes]] = {}
-                for w in words:
-                    by_byte.setdefault(w[0], set()).add(w)
-                passes = [(bytes([c]), re.compile(_trie(sorted(ws)))) for c, ws in sorted(by_byte.items())]
+                passes = [(key, re.compile(_keyed_trie(key, group))) for key, group in _keyed_passes(words, sample)]
             if len(self._head_passes) >= 64:    # a long-lived process (triage, a browser tab)
                 self._head_passes.clear()
             self._head_passes[words] = passes
         return passes
+
+    def live_words(self, facts: dict) -> frozenset:
+        """The words of a live candidate line, given the facts the input has stated so far."""
+        return self.live_static | {k for fact, k in self._context_words if fact not in facts}
 
 
 class _Which:
@@ -232,6 +260,7 @@ class Source:
         self.shapes: dict[str, dict] = {}
         self.last_ts = None
         self.candidates = 0       # lines the prefilter passed to the signatures
+        self._quiet = 0           # skipped candidate lines in a row that named no new origin (_origin)
         # Findings of the current buffer that still need their context lines: only
         # the kept ones get them, once, at the end of the buffer (see _scan).
         self._unattached: dict[int, tuple[dict, int, int]] = {}
@@ -345,13 +374,31 @@ class Source:
             cr = b"\r" in buf
         _collect_spans(plan.passes, buf, end, cr, spans)
         if spans:
+            starts = sorted(spans)
+            self.candidates += len(starts)
+            live = self._live(buf, starts, spans) if plan.bulk and len(starts) >= BULK_LINES else None
+            job = self.job
             counted_to, line_no = 0, self.lines
-            for start in sorted(spans):
+            skipped = None       # the last line skipped since the last one read
+            for start in starts:
+                if live is not None and start not in live and not job.open_tb and job.block is None:
+                    # (an open traceback or launcher report reads every line)
+                    self._quiet += 1
+                    if self._quiet <= ORIGIN_QUIET or not self._quiet % ORIGIN_SAMPLE:
+                        self._origin(buf[start:spans[start]])
+                        skipped = None
+                    else:
+                        skipped = start
+                    continue
+                if skipped is not None:
+                    self._origin(buf[skipped:spans[skipped]])   # the time a finding may inherit
+                    skipped = None
                 line_no += buf.count(b"\n", counted_to, start)
                 counted_to = start
-                self.candidates += 1
                 present = plan.anchors_in(buf[start:spans[start]])
                 self._candidate(buf, start, spans[start], line_no + 1, present)
+            if skipped is not None:
+                self._origin(buf[skipped:spans[skipped]])
             self.lines = line_no + buf.count(b"\n", counted_to, end)
         else:
             self.lines += buf.count(b"\n", 0, end)
@@ -365,6 +412,38 @@ class Source:
         tail = _complete_lines(region, final)
         self.recent = ((self.recent if lo == 0 else []) + tail)[-CONTEXT_LINES:]
         self.ended_cr = buf[end - 1:end] == b"\r"
+
+    def _origin(self, raw: bytes) -> None:
+        """What a skipped candidate line still tells: its time, host and rank (the ranks and
+        hosts a job shows). Read from every skipped line until ORIGIN_QUIET in a row bring no
+        new host or rank, then from one in ORIGIN_SAMPLE, and from the last one before a
+        line that is read (whose finding may inherit its time)."""
+        meta, _ = parse_prefix(strip_ansi(raw.decode("utf-8", "replace")).rstrip("\r\n"))
+        ts = meta.get("ts")
+        if ts is not None:
+            self.last_ts = ts
+        if "host" in meta and meta["host"] not in self.hosts:
+            self.hosts.add(meta["host"])
+            self._quiet = 0
+        if "rank" in meta and meta.get("rank_from") != "group" and meta["rank"] not in self.ranks:
+            self.ranks.add(meta["rank"])
+            self._quiet = 0
+
+    def _live(self, buf: bytes, starts: list[int], spans: dict[int, int]) -> set[int]:
+        """The candidate lines (their starts) that hold a live word (Plan.live_words):
+        the candidates joined into one block, searched once with the word passes."""
+        segs = [buf[s:spans[s]] for s in starts]
+        block = b"\n".join(segs)
+        offsets, pos = [], 0
+        for seg in segs:
+            offsets.append(pos)
+            pos += len(seg) + 1
+        hits: dict[int, int] = {}
+        passes = self.plan.head_passes(self.plan.live_words(self.facts), block[:SAMPLE_BYTES])
+        _collect_spans(passes, block, len(block), False, hits)
+        # a hit's line start in the block is a segment's start, or (in a segment longer than
+        # the window) a point inside it: the segment is the last that starts at or before it
+        return {starts[bisect_right(offsets, h) - 1] for h in hits}
 
     def _complete_pending(self, buf: bytes, end: int, final: bool) -> None:
         hi = min(end, 2 * WINDOW)
@@ -758,6 +837,27 @@ def _collect_spans(passes, buf: bytes, end: int, cr: bool, spans: dict[int, int]
             pos = max(stop, pos + 1)
             if not frequent:
                 pos = find(key, pos, end)
+
+
+def _keyed_passes(words, sample: bytes = b"") -> list[tuple[bytes, list[bytes]]]:
+    """Group words under key bytes, each word under one byte it holds: a pass hops from one
+    occurrence of its key to the next (bytes.find) and tries the group's trie there, so its
+    cost is how often the key occurs. Each word goes under its byte that is rarest in
+    sample (text like the text to be searched), ties to the byte later in KEY_ORDER."""
+    groups: dict[int, list[bytes]] = {}
+    seen: dict[int, int] = {}
+    for w in sorted(set(words)):
+        for c in set(w):
+            if c not in seen:
+                seen[c] = sample.count(bytes([c]))
+        key = min(set(w), key=lambda c: (seen[c], -_RARITY.get(c, 255)))
+        groups.setdefault(key, []).append(w)
+    return [(bytes([c]), ws) for c, ws in sorted(groups.items())]
+
+
+# bytes from most to least common in English log text: a tie between two keys goes to the rarer
+KEY_ORDER = b" etaoinsrlcdhupmfgywbvk0123456789.:/-_,=[]()'\"xjqzSTAEINORCDLPMUFGHBWVKYXJQZ"
+_RARITY = {c: i for i, c in enumerate(KEY_ORDER)}
 
 
 def _keyed_trie(key: bytes, anchors: list[bytes]) -> bytes:

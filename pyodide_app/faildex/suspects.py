@@ -69,6 +69,7 @@ _PEER_GONE = re.compile(r"(?:Connection closed by peer|Read error) \[[^\]]{1,80}
 _WORLD = re.compile(r"\bsize: (?P<size>\d+), global rank: (?P<rank>\d+)")
 _KEYS = ("Watchdog caught", "last enqueued", "Last enqueued", "Timed out waiting", "global rank:",
          "Connection closed by peer", "Read error [", "failed collective:")
+WORDS = _KEYS        # a line holding none of these leaves HangLines as it was (add)
 # Lines above that no signature's anchor need catch: the scan adds these to its anchors
 # (scan.Plan), so that HangLines sees them. Each is absent from entries/healthy/*.log.
 SCAN_ANCHORS = ("failure detected by watchdog", "failed collective:")
