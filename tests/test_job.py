@@ -285,3 +285,16 @@ def test_a_job_cut_into_ranges_reads_as_the_whole(index):
         if (a["verdict"], [s["rank"] for s in a["suspects"]]) != (b["verdict"], [s["rank"] for s in b["suspects"]]):
             differ.append(f"{it['id']} (seed {seed}): {a['verdict']!r} vs {b['verdict']!r}")
     assert runs > 100 and not differ, differ
+
+
+def test_a_world_size_no_job_has_is_not_taken_for_the_job_s(index, tmp_path):
+    """A line's "world_size=" that no job could have (a test value, an id) is not the job's
+    world: the ranks are listed from it, and a trillion of them never finished (a helper
+    found it rendering the catalogue's templates with probe values)."""
+    log = tmp_path / "job.log"
+    log.write_text("world_size=999999999999\n"
+                   "[rank0]: ValueError: Rank 3 is out of range (world_size=999999999999)\n"
+                   "[rank1]: ValueError: Rank 3 is out of range (world_size=999999999999)\n")
+    r = diagnose([str(log)], index)
+    assert r["job"]["world_size"] is None
+    assert [row["rank"] for row in r["job"]["ranks"]] == [0, 1]

@@ -594,6 +594,8 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
     entry's defining signature matched ({source, order, line, text, entry, rank?, ts?}),
     each the own failure of the rank that printed it; waiting: ranks that the watchdog or
     collective-timeout lines show waiting (suspects.HangLines)."""
+    if world is not None and not 0 < world <= MAX_RANK:
+        world = None         # "world_size=" of some other thing: ranks are listed from range(world)
     for j in jobs:
         for e in j.events:
             if e["attempt"] < 0:
