@@ -844,7 +844,8 @@ def test_skipped_lines_still_give_the_ranks_and_the_time_a_finding_inherits(inde
     and the time of the line just before the error."""
     from faildex import scan
 
-    words = scan.Plan(index).live_words({})
+    plan = scan.Plan(index)
+    words = plan.reader_words({}) | plan.literal_words
     anchor = next(a for a in index["anchors"] if not any(w in f"INFO step 1 note {a}".encode() for w in words))
     n = 3 * scan.ORIGIN_QUIET
     lines = [f"[rank{i % 64}]:[2026-12-05 10:{i // 3600 % 60:02d}:{i // 60 % 60:02d},{i % 1000:03d}] INFO step {i} "

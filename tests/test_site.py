@@ -714,21 +714,29 @@ PAGE_MAX_WORDS = 2500         # and none over 2,500
 
 def prose_words(html: str) -> int:
     """Words a reader reads on a built entry page: the article's text outside code and log
-    blocks (<pre>), buttons, scripts and styles."""
+    blocks (<pre>), buttons, scripts and styles, and outside the signatures' regexes, which
+    sit collapsed under "Pattern" (code.fdx-regex, shown on request: a family page's
+    regexes ran to 2,000 counted words that nobody reads as prose)."""
     from html.parser import HTMLParser
 
     class Words(HTMLParser):
         def __init__(self):
             super().__init__()
             self.article = self.skip = self.n = 0
+            self.in_regex = False
 
         def handle_starttag(self, tag, attrs):
             self.article += tag == "article"
-            self.skip += tag in ("pre", "script", "style", "button")
+            self.skip += tag in ("pre", "script", "style", "button") or self._regex(tag, attrs)
 
         def handle_endtag(self, tag):
             self.article -= tag == "article"
-            self.skip -= tag in ("pre", "script", "style", "button")
+            self.skip -= tag in ("pre", "script", "style", "button") or (tag == "code" and self.in_regex)
+            self.in_regex = self.in_regex and tag != "code"
+
+        def _regex(self, tag, attrs):
+            self.in_regex = tag == "code" and "fdx-regex" in (dict(attrs).get("class") or "")
+            return self.in_regex
 
         def handle_data(self, data):
             if self.article and not self.skip:

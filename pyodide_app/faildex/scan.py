@@ -130,17 +130,20 @@ class Plan:
         self._re2 = re2
         self._head_passes: dict[frozenset, list] = {}   # a memo, filled as inputs need it
         # A candidate line holds an anchor; most such lines in a healthy job match nothing.
-        # One that holds no signature's literal and no word of another reader (the job
-        # model, the hang lines, the error and traceback checks) can change nothing but
-        # where the scan is, so a buffer's candidates are sorted in one search for these
-        # words over all of them (Source._live) and only the live ones are read one by one.
-        # The version and launcher keys join while their facts are unknown (live_words).
-        # Baseline runs read every candidate's shape and are not sorted.
+        # One that holds no word of a reader (the job model, the hang lines, the error and
+        # traceback checks: reader_words) and no signature's literal can change nothing but
+        # where the scan is; one that holds literals only matters if a signature matches
+        # it. So a buffer's candidates are sorted in two searches over all of them
+        # (Source._live), and a line is read in full only when a reader wants it or a
+        # signature matches it (Source._matches). The version and launcher keys are
+        # reader words while their facts are unknown. Baseline runs read every
+        # candidate's shape and are not sorted.
         self.bulk = not baseline_mode
-        static = {s["literal"] for s in index["signatures"] if s["literal"]}
-        static |= {a for s in index["signatures"] if not s["literal"] for a in s["anchors"]}
-        static |= set(_job.WORDS + _suspects.WORDS + TRACE_MARKERS + ERROR_WORDS + REWRITTEN)
-        self.live_static = frozenset(w.encode() for w in static)
+        literals = {s["literal"] for s in index["signatures"] if s["literal"]}
+        literals |= {a for s in index["signatures"] if not s["literal"] for a in s["anchors"]}
+        self.literal_words = frozenset(w.encode() for w in literals)
+        self.reader_static = frozenset(w.encode() for w in _job.WORDS + _suspects.WORDS + TRACE_MARKERS
+                                       + ERROR_WORDS + REWRITTEN)
         self._context_words = [(fact, key.encode()) for fact, key, _ in context.PATTERNS]
 
     def prepare(self) -> None:
@@ -169,9 +172,10 @@ class Plan:
             self._head_passes[words] = passes
         return passes
 
-    def live_words(self, facts: dict) -> frozenset:
-        """The words of a live candidate line, given the facts the input has stated so far."""
-        return self.live_static | {k for fact, k in self._context_words if fact not in facts}
+    def reader_words(self, facts: dict) -> frozenset:
+        """The words that make a candidate line matter to a reader other than the signatures,
+        given the facts the input has stated so far."""
+        return self.reader_static | {k for fact, k in self._context_words if fact not in facts}
 
 
 class _Which:
@@ -376,12 +380,14 @@ class Source:
         if spans:
             starts = sorted(spans)
             self.candidates += len(starts)
-            live = self._live(buf, starts, spans) if plan.bulk and len(starts) >= BULK_LINES else None
+            read, literal = (self._live(buf, starts, spans) if plan.bulk and len(starts) >= BULK_LINES
+                             else (None, None))
             job = self.job
             counted_to, line_no = 0, self.lines
             skipped = None       # the last line skipped since the last one read
             for start in starts:
-                if live is not None and start not in live and not job.open_tb and job.block is None:
+                if read is not None and start not in read and not job.open_tb and job.block is None \
+                        and (start not in literal or not self._matches(buf[start:spans[start]])):
                     # (an open traceback or launcher report reads every line)
                     self._quiet += 1
                     if self._quiet <= ORIGIN_QUIET or not self._quiet % ORIGIN_SAMPLE:
@@ -429,21 +435,39 @@ class Source:
             self.ranks.add(meta["rank"])
             self._quiet = 0
 
-    def _live(self, buf: bytes, starts: list[int], spans: dict[int, int]) -> set[int]:
-        """The candidate lines (their starts) that hold a live word (Plan.live_words):
-        the candidates joined into one block, searched once with the word passes."""
+    def _live(self, buf: bytes, starts: list[int], spans: dict[int, int]) -> tuple[set[int], set[int]]:
+        """The candidate lines (their starts) that hold a reader's word, and those that hold
+        a signature's literal: the candidates joined into one block, searched once with
+        each set of word passes (Plan.head_passes)."""
         segs = [buf[s:spans[s]] for s in starts]
         block = b"\n".join(segs)
         offsets, pos = [], 0
         for seg in segs:
             offsets.append(pos)
             pos += len(seg) + 1
-        hits: dict[int, int] = {}
-        passes = self.plan.head_passes(self.plan.live_words(self.facts), block[:SAMPLE_BYTES])
-        _collect_spans(passes, block, len(block), False, hits)
-        # a hit's line start in the block is a segment's start, or (in a segment longer than
-        # the window) a point inside it: the segment is the last that starts at or before it
-        return {starts[bisect_right(offsets, h) - 1] for h in hits}
+        found = []
+        for words in (self.plan.reader_words(self.facts), self.plan.literal_words):
+            hits: dict[int, int] = {}
+            _collect_spans(self.plan.head_passes(words, block[:SAMPLE_BYTES]), block, len(block), False, hits)
+            # a hit's line start in the block is a segment's start, or (in a segment longer
+            # than the window) a point inside it: the last segment that starts at or before it
+            found.append({starts[bisect_right(offsets, h) - 1] for h in hits})
+        return found[0], found[1]
+
+    def _matches(self, raw: bytes) -> bool:
+        """Whether a signature may match this line, which holds a literal and no reader's
+        word (so no ANSI code, escape or JSON: its text is its decoded bytes). A signature
+        anchored at the start of the message (`^`) needs the prefix parsed: it counts as a
+        match, and _candidate decides."""
+        plan = self.plan
+        text = raw.decode("utf-8", "replace").rstrip("\r\n")
+        for a in plan.anchors_in(raw):
+            for n, _sig, rx, literal in plan.sigs_by_anchor[a]:
+                if literal and literal not in text:
+                    continue
+                if n in plan.anchored or rx.search(text):
+                    return True
+        return False
 
     def _complete_pending(self, buf: bytes, end: int, final: bool) -> None:
         hi = min(end, 2 * WINDOW)
