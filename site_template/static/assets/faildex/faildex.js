@@ -130,9 +130,10 @@
       controls.forEach(function (c) { want[c.dataset.fdxFilter] = c.value.trim(); });
       var text = (want.text || "").toLowerCase();
       // A whole error line (prefixes, numbers, paths) is no substring of a row: rows
-      // of the entries the finder ranks first for it are shown too.
+      // of the entry the finder ranks first for it are shown too (one entry: a family
+      // page has a row per message group, and three of them filled the table)
       var found = Object.create(null);
-      if (text && finder) finder.rank(want.text, 3).forEach(function (h) { found[h.id] = true; });
+      if (text && finder) finder.rank(want.text, 1).forEach(function (h) { found[h.id] = true; });
       var shown = 0;
       rows.forEach(function (r, i) {
         var ok = (!want.category || r.dataset.category === want.category) &&
