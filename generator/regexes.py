@@ -189,8 +189,10 @@ def branch_options(pattern: str, max_branches: int = 16) -> list[list[list[str]]
         alts = alternatives_at(op, av)
         if alts and 2 <= len(alts) <= max_branches:
             out.append([lits_of(parsed[:i] + b + parsed[i + 1:]) for b in alts])
+    # choices within choices ("NCCL WARN (?:A|.{1,600}?(?:X|Y))", or two alternations in
+    # a row): every way they resolve, so that a gap is written once, not once per branch
     deep = expand(parsed, 3)
-    if 2 <= len(deep) <= 3 * max_branches and len(out) > 1:
+    if 2 <= len(deep) <= 3 * max_branches and (len(out) > 1 or (out and len(deep) > len(out[0]))):
         out.append([lits_of(seq) for seq in deep])
     return out
 
