@@ -790,8 +790,9 @@ def _benign_anchor_lines(anchor: str, n: int, seed: int) -> bytes:
 
 
 def test_candidates_sorted_in_bulk_give_the_reports_of_reading_each_one(index, monkeypatch, tmp_path):
-    """A buffer's candidate lines are sorted in one search for the live words (scan.Source._live):
-    a line holding none of them is not read one by one. Read so or read line by line (BULK_LINES
+    """A buffer's candidate lines are sorted in two searches, for the readers' words and for the
+    signatures' literals (scan.Source._live): a line that holds no reader's word and that no
+    signature matches is not read one by one. Read so or read line by line (BULK_LINES
     past any buffer), every log of both corpora, the healthy corpus, every profile line type and
     benign lines around every 8th anchor with a real failure planted among them get the same
     report; and the planted files are mostly skipped (counted, not timed)."""
@@ -828,8 +829,8 @@ def test_candidates_sorted_in_bulk_give_the_reports_of_reading_each_one(index, m
     for path, a, b in zip(logs, got[1], got[10 ** 9]):
         assert a == b, path.name
     cands = sum(r["inputs"][0]["candidates"] for r in got[1][-len(planted):])
-    # the lines of 16 of these 67 anchors hold a live word (a signature's literal, "Error"):
-    # 75 % of the candidates are skipped today
+    # the lines of 23 of these 110 anchors are read in full (a reader's word such as "Error",
+    # or a signature matches them): 79 % of the candidates are skipped today
     assert cands > 10_000 and skipped > 0.65 * cands, (skipped, cands)
     # the planted line is found among the benign ones (some anchors' lines are findings too)
     named = [{c["id"] for c in [r["primary"] or {}] + r["alternatives"] if c} for r in got[1][-len(planted):]]
@@ -976,7 +977,7 @@ def test_the_browsers_automaton_marks_the_lines_the_cli_marks(index, monkeypatch
         assert resumed == found[name], name
     cr = b"\r" in buf
     for name, passes, offsets in (("scan", plan.passes, found["scan"]),
-                                  ("head", plan.head_passes(frozenset(head_words)), found["head"])):
+                                  ("head", plan.word_passes(frozenset(head_words)), found["head"])):
         want: dict[int, int] = {}
         scan._collect_spans(passes, buf, len(buf), cr, want)
         got: dict[int, int] = {}

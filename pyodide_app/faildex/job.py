@@ -55,7 +55,7 @@ JOB_ANCHORS = ("failed (exitcode:", "Root Cause (first observed failure)", "Chil
 
 # What a line must hold for _take to read it while no traceback or launcher report is open
 # (then every line counts): the scan skips a candidate line that holds none of these, nor any
-# other reader's word (scan.Plan.live_words)
+# other reader's word (scan.Plan.reader_words)
 WORDS = JOB_ANCHORS + ("(most recent call", "ChildFailedError", "terminate called", "restart_count=",
                        "Worker group failed", "monitoredBarrier", "Fatal Python error:")
 

@@ -18,10 +18,10 @@ from bisect import bisect_right
 
 from . import context
 from .lines import fold, parse_prefix, strip_ansi
-from . import job as _job
-from . import suspects as _suspects
 from .job import JOB_ANCHORS, TRACEBACK_LINES, JobLines
+from .job import WORDS as JOB_WORDS
 from .suspects import FRAME_BYTES, SCAN_ANCHORS, HangLines
+from .suspects import WORDS as HANG_WORDS
 
 HEAD_LINES_BYTES = 256 << 10   # bytes of a range's start read for the lines that end the range before's
 WINDOW = 4096            # bytes kept on each side of a hit inside a very long line
@@ -118,7 +118,7 @@ class Plan:
                 self.sigs_by_anchor[a.encode()].append((n, s, rx, s["literal"]))
         # The head of each input is read for context (versions, launcher) and for the
         # context signatures: its lines holding a context key or a context signature's
-        # literal, found like the scan's candidates (head_passes), then which of those
+        # literal, found like the scan's candidates (word_passes), then which of those
         # words each holds (head_words_in).
         self.context_keys = frozenset(k.encode() for k in context.KEYS)
         self.context_sigs_by_literal: dict[bytes, list[tuple[int, dict, _Signature]]] = {}
@@ -128,7 +128,7 @@ class Plan:
         self.head_words = frozenset(self.context_keys | set(self.context_sigs_by_literal))
         self.head_words_in = _Which(self.head_words)
         self._re2 = re2
-        self._head_passes: dict[frozenset, list] = {}   # a memo, filled as inputs need it
+        self._word_passes: dict[frozenset, list] = {}   # a memo, filled as inputs need it
         # A candidate line holds an anchor; most such lines in a healthy job match nothing.
         # One that holds no word of a reader (the job model, the hang lines, the error and
         # traceback checks: reader_words) and no signature's literal can change nothing but
@@ -142,7 +142,7 @@ class Plan:
         literals = {s["literal"] for s in index["signatures"] if s["literal"]}
         literals |= {a for s in index["signatures"] if not s["literal"] for a in s["anchors"]}
         self.literal_words = frozenset(w.encode() for w in literals)
-        self.reader_static = frozenset(w.encode() for w in _job.WORDS + _suspects.WORDS + TRACE_MARKERS
+        self.reader_static = frozenset(w.encode() for w in JOB_WORDS + HANG_WORDS + TRACE_MARKERS
                                        + ERROR_WORDS + REWRITTEN)
         self._context_words = [(fact, key.encode()) for fact, key, _ in context.PATTERNS]
 
@@ -152,14 +152,14 @@ class Plan:
         The browser's workers call it while idle, so that a scan does not pay it."""
         self.anchors_in(b"")
         self.head_words_in(b"")
-        self.head_passes(self.head_words)
+        self.word_passes(self.head_words)
 
-    def head_passes(self, words: frozenset, sample: bytes = b"") -> list:
+    def word_passes(self, words: frozenset, sample: bytes = b"") -> list:
         """The passes that find the lines holding one of words (the head's context keys and
-        context-signature literals; the live words of a buffer's candidates): the host's
-        finder, else one RE2 search, else one stdlib regex per key byte (_keyed_passes);
-        compiled once per set, with key bytes that are rare in sample (_keyed_passes)."""
-        passes = self._head_passes.get(words)
+        context-signature literals; the readers' words and the literals among a buffer's
+        candidates): the host's finder, else one RE2 search, else one stdlib regex per key
+        byte, each key rare in sample (_keyed_passes); compiled once per set of words."""
+        passes = self._word_passes.get(words)
         if passes is None:
             if self._host_finder is not None:
                 passes = [(None, self._host_finder(sorted(words)))]
@@ -167,9 +167,9 @@ class Plan:
                 passes = [(b"", _re2_alternation(self._re2, sorted(words)))]
             else:
                 passes = [(key, re.compile(_keyed_trie(key, group))) for key, group in _keyed_passes(words, sample)]
-            if len(self._head_passes) >= 64:    # a long-lived process (triage, a browser tab)
-                self._head_passes.clear()
-            self._head_passes[words] = passes
+            if len(self._word_passes) >= 64:    # a long-lived process (triage, a browser tab)
+                self._word_passes.clear()
+            self._word_passes[words] = passes
         return passes
 
     def reader_words(self, facts: dict) -> frozenset:
@@ -425,20 +425,27 @@ class Source:
         new host or rank, then from one in ORIGIN_SAMPLE, and from the last one before a
         line that is read (whose finding may inherit its time)."""
         meta, _ = parse_prefix(strip_ansi(raw.decode("utf-8", "replace")).rstrip("\r\n"))
+        if self._note_origin(meta):
+            self._quiet = 0
+
+    def _note_origin(self, meta: dict) -> bool:
+        """Keep a line's time, host and rank; True when the host or the rank is new."""
         ts = meta.get("ts")
         if ts is not None:
             self.last_ts = ts
+        new = False
         if "host" in meta and meta["host"] not in self.hosts:
             self.hosts.add(meta["host"])
-            self._quiet = 0
+            new = True
         if "rank" in meta and meta.get("rank_from") != "group" and meta["rank"] not in self.ranks:
             self.ranks.add(meta["rank"])
-            self._quiet = 0
+            new = True
+        return new
 
     def _live(self, buf: bytes, starts: list[int], spans: dict[int, int]) -> tuple[set[int], set[int]]:
         """The candidate lines (their starts) that hold a reader's word, and those that hold
         a signature's literal: the candidates joined into one block, searched once with
-        each set of word passes (Plan.head_passes)."""
+        each set of word passes (Plan.word_passes)."""
         segs = [buf[s:spans[s]] for s in starts]
         block = b"\n".join(segs)
         offsets, pos = [], 0
@@ -448,7 +455,7 @@ class Source:
         found = []
         for words in (self.plan.reader_words(self.facts), self.plan.literal_words):
             hits: dict[int, int] = {}
-            _collect_spans(self.plan.head_passes(words, block[:SAMPLE_BYTES]), block, len(block), False, hits)
+            _collect_spans(self.plan.word_passes(words, block[:SAMPLE_BYTES]), block, len(block), False, hits)
             # a hit's line start in the block is a segment's start, or (in a segment longer
             # than the window) a point inside it: the last segment that starts at or before it
             found.append({starts[bisect_right(offsets, h) - 1] for h in hits})
@@ -517,7 +524,7 @@ class Source:
             stop = region.find(b"\n", min(begin + HEAD_SLICE, len(region)))
             stop = len(region) if stop == -1 else stop + 1
             spans: dict[int, int] = {}
-            _collect_spans(plan.head_passes(words), region, stop, cr, spans, begin)
+            _collect_spans(plan.word_passes(words, region[:SAMPLE_BYTES]), region, stop, cr, spans, begin)
             for start in sorted(spans):
                 seg = region[start:spans[start]]
                 text = None
@@ -564,13 +571,7 @@ class Source:
         # output): its lines are read one by one, with quotes unescaped.
         pieces = _flattened(rest) if "\\n" in rest else ([rest] if meta.pop("shipper", False) else None)
         haystack = text if pieces is None else text + "\n" + "\n".join(pieces)   # for literal checks
-        ts = meta.get("ts")
-        if ts is not None:
-            self.last_ts = ts
-        if "host" in meta:
-            self.hosts.add(meta["host"])
-        if "rank" in meta and meta.get("rank_from") != "group":
-            self.ranks.add(meta["rank"])
+        self._note_origin(meta)
         context.extract(text, self.facts)
         if self.hang.add(text, meta, line_no, self.name):
             # a watchdog's "Stack trace of the failed collective:": its frames are the next
@@ -611,7 +612,7 @@ class Source:
                     self._record(n, self._later(finding, start, stop))
         if any(m in text for m in TRACE_MARKERS):
             self.last_error_line = line_no
-        if "rror" in text or "RROR" in text or "xception" in text or "FATAL" in text:
+        if any(w in text for w in ERROR_WORDS):
             for piece in pieces or [rest]:
                 self._error_like(buf, start, stop, line_no, text, meta, piece)
         if self.collect_shapes:
@@ -879,8 +880,9 @@ def _keyed_passes(words, sample: bytes = b"") -> list[tuple[bytes, list[bytes]]]
     return [(bytes([c]), ws) for c, ws in sorted(groups.items())]
 
 
-# bytes from most to least common in English log text: a tie between two keys goes to the rarer
-KEY_ORDER = b" etaoinsrlcdhupmfgywbvk0123456789.:/-_,=[]()'\"xjqzSTAEINORCDLPMUFGHBWVKYXJQZ"
+# printable bytes from most to least common in entries/healthy/*.log (counted 2026-12-05):
+# when the sample says nothing (a key byte absent from it), the rarer byte wins the tie
+KEY_ORDER = b' 0e:1na2tio3rs4-C5lc/6[]78Npm9d."_I,LPOuhfvFb>AgxTykREMD=SGB|()wU\'{}HWzq<V*+%j;`!X&K?Y\\@$Z#QJ^~'
 _RARITY = {c: i for i, c in enumerate(KEY_ORDER)}
 
 

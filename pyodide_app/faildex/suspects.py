@@ -67,9 +67,9 @@ _GLOO = re.compile(r"Timed out waiting (?P<timeout_ms>\d+)ms for (?P<op>send|rec
 # Gloo: a rank waiting in a collective whose peer has gone (exited after its own timeout)
 _PEER_GONE = re.compile(r"(?:Connection closed by peer|Read error) \[[^\]]{1,80}\]:\d+")
 _WORLD = re.compile(r"\bsize: (?P<size>\d+), global rank: (?P<rank>\d+)")
-_KEYS = ("Watchdog caught", "last enqueued", "Last enqueued", "Timed out waiting", "global rank:",
+# a line holding none of these leaves HangLines as it was (add)
+WORDS = ("Watchdog caught", "last enqueued", "Last enqueued", "Timed out waiting", "global rank:",
          "Connection closed by peer", "Read error [", "failed collective:")
-WORDS = _KEYS        # a line holding none of these leaves HangLines as it was (add)
 # Lines above that no signature's anchor need catch: the scan adds these to its anchors
 # (scan.Plan), so that HangLines sees them. Each is absent from entries/healthy/*.log.
 SCAN_ANCHORS = ("failure detected by watchdog", "failed collective:")
@@ -98,7 +98,7 @@ class HangLines:
     def add(self, text: str, meta: dict, line_no: int, source: str) -> bool:
         """Keep a line that says where a rank was; True when it opens a stack whose
         frames are the next lines (the caller gives them to add_frame)."""
-        if not any(k in text for k in _KEYS):
+        if not any(k in text for k in WORDS):
             return False
         self._stack = None
         m = _WATCHDOG.search(text)
