@@ -723,23 +723,22 @@ def prose_words(html: str) -> int:
         def __init__(self):
             super().__init__()
             self.article = self.skip = self.n = 0
-            self.in_regex = False
+            self.regex = False
 
         def handle_starttag(self, tag, attrs):
             self.article += tag == "article"
-            self.skip += tag in ("pre", "script", "style", "button") or self._regex(tag, attrs)
+            self.skip += tag in ("pre", "script", "style", "button")
+            if tag == "code" and "fdx-regex" in (dict(attrs).get("class") or ""):
+                self.regex = True
 
         def handle_endtag(self, tag):
             self.article -= tag == "article"
-            self.skip -= tag in ("pre", "script", "style", "button") or (tag == "code" and self.in_regex)
-            self.in_regex = self.in_regex and tag != "code"
-
-        def _regex(self, tag, attrs):
-            self.in_regex = tag == "code" and "fdx-regex" in (dict(attrs).get("class") or "")
-            return self.in_regex
+            self.skip -= tag in ("pre", "script", "style", "button")
+            if tag == "code":
+                self.regex = False
 
         def handle_data(self, data):
-            if self.article and not self.skip:
+            if self.article and not self.skip and not self.regex:
                 self.n += len(re.findall(r"[A-Za-z0-9_]+", data))
 
     w = Words()
