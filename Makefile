@@ -36,7 +36,7 @@ check: setup
 
 test: setup
 	$(BIN)/faildex validate
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q --durations=15
 
 build: setup
 	$(BIN)/mkdocs build --strict

@@ -418,14 +418,14 @@ def choose_anchors(required: dict[str, list[str]], healthy=None
             heapq.heappush(heap, (-score, neg_len, sub))   # re-evaluated later if still good
             continue
         anchors.append(sub)
-        for key in cover:
+        for key in sorted(cover):
             assigned[key] = sub
         uncovered -= cover
         k = best_key(sub)
         if k not in used:
             # every substring holding this byte just became cheaper: re-queue them
             used.add(k)
-            for other in with_byte.get(k, ()):
+            for other in with_byte.get(k, ()):   # a list, filled in candidates' order
                 left = candidates[other] & uncovered
                 if left:
                     heapq.heappush(heap, (-len(left) / cost(other), -len(other), other))
@@ -439,14 +439,16 @@ def choose_anchors(required: dict[str, list[str]], healthy=None
     def key_of(a: str, among: set[str]) -> str:
         return min(keys_of(a) & among, key=lambda c: (key_cost(c), c))
 
-    for c in sorted(used, key=key_cost, reverse=True):
+    # sorted, never set order: the anchors must not depend on PYTHONHASHSEED (the wheel is
+    # built in a fresh process and must come out byte for byte the same)
+    for c in sorted(used, key=lambda c: (-key_cost(c), c)):
         others = used - {c}
         stuck = {a for a in assigned.values() if not keys_of(a) & others}
         if not stuck:
             used.discard(c)   # every anchor here holds another key: they ride there
             continue
-        moved_keys = [k for k, a in assigned.items() if a in stuck]
-        saved = key_cost(c) + sum(base(a) for a in stuck)
+        moved_keys = sorted(k for k, a in assigned.items() if a in stuck)
+        saved = key_cost(c) + sum(base(a) for a in sorted(stuck))
         moves: dict[str, str] = {}
         for k in moved_keys:
             options = [s for s in subs_of.get(k, []) if keys_of(s) & others]
@@ -454,7 +456,7 @@ def choose_anchors(required: dict[str, list[str]], healthy=None
                 break
             moves[k] = min(options, key=lambda s: (base(s), -len(s), s))
         else:
-            added = sum(base(s) for s in set(moves.values())) + JOIN_NS * len(set(moves.values()))
+            added = sum(base(s) for s in sorted(set(moves.values()))) + JOIN_NS * len(set(moves.values()))
             if added < saved:
                 used.discard(c)
                 for k, s in moves.items():

@@ -87,32 +87,50 @@ def test_a_hundred_files_at_once(index, tmp_path):
 
 # ---------------------------------------------------------------- catastrophic backtracking
 
-def adversarial_lines(regex: str) -> list[str]:
+def adversarial_lines(regex: str, size: int = 1 << 20) -> list[str]:
     """Lines built to make a regex work hard: runs of its own literals and characters."""
     lits = required_literals(regex) or ["a"]
     longest = lits[0]
     chars = sorted(set("".join(lits))) or ["a"]
-    mb = 1 << 20
     return [
-        longest[:-1] * (mb // max(1, len(longest) - 1)),          # the literal, never completed
-        (longest + " ") * (mb // (len(longest) + 1)),             # the literal, over and over
-        "".join(chars) * (mb // len(chars)),                       # its characters
-        " " * mb + longest,                                        # whitespace before it
-        "0" * mb,                                                  # digits (numeric groups)
+        longest[:-1] * (size // max(1, len(longest) - 1)),        # the literal, never completed
+        (longest + " ") * (size // (len(longest) + 1)),           # the literal, over and over
+        "".join(chars) * (size // len(chars)),                     # its characters
+        " " * size + longest,                                      # whitespace before it
+        "0" * size,                                                # digits (numeric groups)
     ]
 
 
+def _search_seconds(rx, line: str) -> float:
+    t = time.perf_counter()
+    rx.search(line)
+    return time.perf_counter() - t
+
+
 def test_no_signature_backtracks_catastrophically(index):
+    """Catastrophic means the work grows faster than the line. Each signature searches
+    adversarial lines of 16 KB, 64 KB, 256 KB and 1 MB: linear work takes ~4x as long
+    on each step up, quadratic ~16x; more than 8x (once the time is large enough to
+    measure) is flagged, and so is any search over 10 s. Both sides of a ratio are
+    timed in one process a moment apart, so a loaded machine slows both (an absolute
+    2 s limit failed CI on a busy runner; the slowest signature takes 1.4 s unloaded).
+    Growing the line step by step stops a quadratic signature at 64 KB, in seconds,
+    where the 1 MB line alone would take hours."""
     slow = []
     for sig in index["signatures"]:
         rx = re.compile(sig["regex"])
-        for line in adversarial_lines(sig["regex"]):
-            t = time.perf_counter()
-            rx.search(line)
-            spent = time.perf_counter() - t
-            if spent > 2.0:
-                slow.append(f"{sig['entry']}/{sig['id']}: {spent:.1f}s on a 1 MB adversarial line")
-                break
+        for kind in range(5):
+            before = None
+            for size in (1 << 14, 1 << 16, 1 << 18, 1 << 20):
+                spent = _search_seconds(rx, adversarial_lines(sig["regex"], size)[kind])
+                if spent > 10.0 or (before is not None and spent > 0.1 and spent > 8 * before):
+                    slow.append(f"{sig['entry']}/{sig['id']}: {spent:.2f}s on a {size >> 10} KB "
+                                f"adversarial line (kind {kind}), {before or 0:.3f}s on a quarter of it")
+                    break
+                before = spent
+            else:
+                continue
+            break
     assert not slow, "\n".join(slow)
 
 

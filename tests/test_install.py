@@ -16,7 +16,11 @@ from generator.wheel import build_wheel
 
 ROOT = Path(__file__).resolve().parent.parent
 OOM_LOG = ROOT / "entries" / "cuda" / "cuda-out-of-memory" / "deepspeed-rank3.log"
-MAX_WHEEL_BYTES = 400_000
+# The wheel is the engine plus the index, which grows with the encyclopedia, so the
+# budget has two parts: the code and metadata (140 KB compressed today, 112 entries)
+# and the index per entry (2.3 KB compressed per entry today).
+MAX_CODE_BYTES = 170_000
+MAX_INDEX_BYTES_PER_ENTRY = 2_800
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +53,9 @@ def test_wheel_holds_the_engine_and_this_releases_index_only(wheel, index):
     zf = zipfile.ZipFile(wheel)
     names = zf.namelist()
     assert wheel.name.endswith("-py3-none-any.whl")
-    assert wheel.stat().st_size < MAX_WHEEL_BYTES, wheel.stat().st_size
+    index_bytes = zf.getinfo("faildex/index.json").compress_size
+    assert wheel.stat().st_size - index_bytes < MAX_CODE_BYTES, wheel.stat().st_size - index_bytes
+    assert index_bytes < MAX_INDEX_BYTES_PER_ENTRY * len(index["entries"]), index_bytes
     assert all(n.startswith(("faildex/", "faildex-")) for n in names), names
     # no test data, no entries' YAML or logs, no generator (a repository tool)
     assert not [n for n in names if n.endswith((".log", ".yaml", ".gz")) or "tests/" in n
