@@ -49,11 +49,7 @@ FOLLOW_BUDGET = 400_000     # lines followed per input in all
 # Lines the job model reads that no signature may anchor: the scan adds them to its
 # anchors (scan.Plan), like suspects.SCAN_ANCHORS. The traceback header is a
 # scan.TRACE_MARKERS word already.
-# torchrun's banner when it starts more than one worker without OMP_NUM_THREADS set (run.py,
-# PyTorch 1.9 .. 2.13: "Setting OMP_NUM_THREADS environment variable for each process to be 1
-# in default, ..."): the agent's console is among the inputs even when it reports no failure
-_AGENT_BANNER = "Setting OMP_NUM_THREADS environment variable for each process"
-JOB_ANCHORS = (_AGENT_BANNER, "failed (exitcode:", "Root Cause (first observed failure)", "ChildFailedError",
+JOB_ANCHORS = ("failed (exitcode:", "Root Cause (first observed failure)", "ChildFailedError",
                "attempts left", "failed to pass monitoredBarrier", "is running collective:",
                "srun: error:", "Fatal Python error:", "terminate called after throwing",
                "managed by process", "launched up to operation", "Missing communicator data from")
@@ -131,7 +127,6 @@ class JobLines:
         self.seen_to = 0               # lines up to here were read by following
         self.budget = FOLLOW_BUDGET
         self.agent = False             # a torchrun agent's own lines are in this input
-        self.agent_console = False     # ... or at least its start banner (it may have had nothing to report)
         self.ras = None                # the NCCL RAS report section being read (_ras)
         m = _LOGDIR.search(name)
         # torchrun --log-dir: <dir>/<run_id>/attempt_<N>/<local_rank>/stdout.log
@@ -211,9 +206,6 @@ class JobLines:
             return
         if self.open_tb and body.startswith('File "'):
             self._frame(body, meta)
-            return
-        if _AGENT_BANNER in rest:
-            self.agent_console = True
             return
         if "ChildFailedError" in rest:
             self.agent = True
@@ -452,7 +444,6 @@ class JobLines:
         for s, n in other.attempts.items():
             self.attempts[s] = self.attempts.get(s, 0) + n
         self.agent = self.agent or other.agent
-        self.agent_console = self.agent_console or other.agent_console
         # a traceback still open here waits on in the next range, unless its origin opened another
         for k, e in other.open_tb.items():
             if id(e) in copies:
@@ -714,22 +705,11 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
     for e in events:
         if e["kind"] in ("error", "fatal") and e["order"] in per_rank:
             last_error[e["order"]] = max(last_error.get(e["order"], 0), e["line"])
-    # torchrun's console ends every failed job with its failure lines (exit codes, the Root
-    # Cause block): with an agent's console among the inputs and none of them, an error its
-    # rank's own log went on from was survived, whatever entry it names (sealed-i i36: an
-    # optional torch.save onto a full disk, caught and logged, then "training finished")
-    launcher_quiet = any(j.agent or j.agent_console for j in jobs) and not any(e["kind"] in ("exit", "report", "attempt-end", "restart", "srun-exit")
-                                       for e in events)
-
-    def survived(e) -> bool:
-        return (launcher_quiet and e["order"] in last_error
-                and lines.get(e["order"], 0) > last_error[e["order"]])
     failing = any(
         (e["kind"] in ("exit", "report") and e.get("exitcode") not in (None, 0))
         or e["kind"] in ("srun-exit", "fatal", "named", "mismatch", "attempt-end", "ras")
         or (e["kind"] == "error" and not e.get("entry") and _is_collateral(e["text"] + " " + (e.get("msg") or "")))
-        # a line a cause entry defines: a real failure, unless its rank went on under a quiet launcher
-        or (e["kind"] == "error" and e.get("entry") and not survived(e))
+        or (e["kind"] == "error" and e.get("entry"))       # a line a cause entry defines: a real failure
         for e in events)
     # torchrun's own console (--tee's "[defaultN]:" lines) always ends a failed job with
     # its "failed (exitcode: ...)" line: without it, the job did not fail
