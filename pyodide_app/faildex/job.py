@@ -857,7 +857,6 @@ def _named_suspects(now: list[dict], res: "_Resolver", job: dict) -> tuple[list[
             for r in e["ranks"]:
                 named.setdefault(r, []).append(e)
     votes: dict[int, dict] = {}
-    tie = None
     for e in now:
         if e["kind"] == "mismatch":
             for r, op in e["ops"].items():
@@ -870,8 +869,8 @@ def _named_suspects(now: list[dict], res: "_Resolver", job: dict) -> tuple[list[
             counts[op] = counts.get(op, 0) + 1
         if len(counts) > 1:
             usual = max(counts, key=lambda o: (counts[o], o))
-            ev = [e for e in now if e["kind"] == "mismatch"]
             if counts[usual] * 2 > len(ops) or len(ops) > 2:
+                ev = [e for e in now if e["kind"] == "mismatch"]
                 for r in sorted(ops):
                     if ops[r] != usual:
                         named.setdefault(r, []).extend(ev[:2])
@@ -881,27 +880,25 @@ def _named_suspects(now: list[dict], res: "_Resolver", job: dict) -> tuple[list[
                 # the one asymmetric word left; say that it is only that (sealed-e e07, e20)
                 rc = job.get("launcher_root_cause")
                 if rc and rc.get("rank") in ops and rc.get("attempt", 0) == now[0]["attempt"]:
-                    r = rc["rank"]
-                    other = next(o for o in ops if o != r)
-                    tie = (r, ev[:2], _suspect(
-                        r, "launcher", res, [dict(rc, grank=r)] + ev[:1],
-                        f"the collective-mismatch check shows ranks {min(ops)} and {max(ops)} calling "
-                        f"different collectives and cannot tell which one deviated; torchrun's Root "
-                        f"Cause block names rank {r} (exit code {rc.get('exitcode')}), so rank {r} "
-                        f"first, rank {other} as likely"))
-                    job["mismatch_pair"] = [r, other]
+                    job["mismatch_pair"] = [rc["rank"], next(o for o in ops if o != rc["rank"])]
     for r, evs in sorted(named.items()):
         how = evs[0].get("how", "collective-mismatch check")
         suspects.append(_suspect(r, "named", res, evs[:2],
                                  f"rank {r} is named by {'a monitored barrier' if how == 'monitoredBarrier' else 'the collective-mismatch check'} "
                                  f"({evs[0]['text'][:160].strip()})"))
-    if tie and tie[0] not in named:
+    if job.get("mismatch_pair") and job["mismatch_pair"][0] not in named:
         a, b = job["mismatch_pair"]
-        named[a] = named[b] = tie[1]
-        suspects.append(tie[2])
-        # the same kind as the first: suspects.py orders suspects by kind, then as listed here
-        suspects.append(_suspect(b, "launcher", res, tie[1], f"rank {b} is the other side of the two-rank "
-                                                             f"collective mismatch"))
+        rc = job["launcher_root_cause"]
+        ev = [e for e in now if e["kind"] == "mismatch"][:2]
+        named[a] = named[b] = ev
+        # both of kind "launcher": suspects.py orders suspects by kind, then as listed here
+        suspects.append(_suspect(a, "launcher", res, [dict(rc, grank=a)] + ev[:1],
+                                 f"the collective-mismatch check shows ranks {min(a, b)} and {max(a, b)} "
+                                 f"calling different collectives and cannot tell which one deviated; "
+                                 f"torchrun's Root Cause block names rank {a} (exit code "
+                                 f"{rc.get('exitcode')}), so rank {a} first, rank {b} as likely"))
+        suspects.append(_suspect(b, "launcher", res, ev, f"rank {b} is the other side of the two-rank "
+                                                         f"collective mismatch"))
     # 1b. NCCL RAS: ranks it cannot reach, and ranks whose operation count is behind the others'
     for e in now:
         if e["kind"] != "ras":
