@@ -15,6 +15,7 @@ from pathlib import Path
 
 from .healthy import HealthyCorpus, engine_module
 from .regexes import MIN_ANCHOR, branch_options, choose_anchors, required_literals
+from .loader import source_digest
 from .validate import validate
 
 INDEX_FORMAT = 3
@@ -193,25 +194,10 @@ def build_index_or_exit(root: Path) -> dict:
     return build_index(root, entries)
 
 
-def _source_digest(root: Path) -> str:
-    """A cheap fingerprint of everything the index depends on."""
-    h = hashlib.sha256()
-    files = sorted((root / "entries").rglob("*"))   # entries, their examples, and entries/healthy/
-    files += sorted((root / "generator").glob("*.py"))
-    # the engine modules the build imports (reason.tokens, lines, context, scan's anchors): an
-    # engine edit must not leave `faildex diagnose` a stale index
-    files += sorted((root / "pyodide_app" / "faildex").glob("*.py"))
-    for p in files:
-        if p.is_file():
-            st = p.stat()
-            h.update(f"{p.relative_to(root)}:{st.st_size}:{st.st_mtime_ns}\n".encode())
-    return h.hexdigest()[:16]
-
-
 def cached_index_path(root: Path) -> Path:
     """The index for the current entries, rebuilt when an entry changed."""
     cache = root / ".cache"
-    digest = _source_digest(root)
+    digest = source_digest(root)
     path = cache / f"index-{digest}.json"
     if not path.exists():
         index = build_index_or_exit(root)

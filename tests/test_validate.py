@@ -398,3 +398,22 @@ def test_each_fact_catches_its_wrong_statement_and_not_itself():
     for fact, patterns in facts:
         assert any(p.search(fact["said_wrongly_as"]) for p in patterns), fact["id"]
         assert not any(p.search(fact["fact"]) for p in patterns), fact["id"]
+
+
+def test_a_passed_validation_is_remembered_only_for_the_same_files(tmp_path):
+    # make check runs `faildex validate` and then the tests; the tests' fixture skips a
+    # second validation only when these very files passed (generator.validate.passed_before)
+    from generator.validate import passed_before, remember_passed
+    for folder in ("entries/x", "generator", "pyodide_app/faildex", "catalog"):
+        (tmp_path / folder).mkdir(parents=True)
+    entry, cat = tmp_path / "entries/x/a.yaml", tmp_path / "catalog/nccl.yaml"
+    entry.write_text("id: a\n", encoding="utf-8")
+    cat.write_text("project: nccl\n", encoding="utf-8")
+    assert not passed_before(tmp_path)
+    remember_passed(tmp_path)
+    assert passed_before(tmp_path)
+    cat.write_text("project: nccl\ntemplates: []\n", encoding="utf-8")
+    assert not passed_before(tmp_path)           # the catalogue is part of what passed
+    remember_passed(tmp_path)
+    entry.write_text("id: a\ntitle: b\n", encoding="utf-8")
+    assert not passed_before(tmp_path)
