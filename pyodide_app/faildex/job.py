@@ -40,6 +40,7 @@ from .lines import fold, parse_prefix, strip_ansi
 MAX_RANK = 1 << 20
 
 MAX_EVENTS = 20000          # events kept per input
+CAUGHT_LINES = 2            # lines a rank's own log goes on after an error it survived (decide)
 WENT_ON_LINES = 5           # an input this much longer after its errors, and no failure: they were outlived
 TRACEBACK_LINES = 400       # lines read after a traceback header for its exception line
 BLOCK_LINES = 16384         # lines of one launcher failure report read at most
@@ -698,6 +699,12 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
     # input went on from (a handled exception printed with its traceback, then more
     # training) did not stop the job.
     lines = source_lines or {}
+    # one log per rank (per-rank files, a --log-dir tree): the line of each one's last error
+    per_rank = {o for o in source_ranks} | set(logdir)
+    last_error: dict = {}
+    for e in events:
+        if e["kind"] in ("error", "fatal") and e["order"] in per_rank:
+            last_error[e["order"]] = max(last_error.get(e["order"], 0), e["line"])
     failing = any(
         (e["kind"] in ("exit", "report") and e.get("exitcode") not in (None, 0))
         or e["kind"] in ("srun-exit", "fatal", "named", "mismatch", "attempt-end", "ras")
@@ -707,9 +714,8 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
     # torchrun's own console (--tee's "[defaultN]:" lines) always ends a failed job with
     # its "failed (exitcode: ...)" line: without it, the job did not fail
     tee = any(e["kind"] == "error" and e.get("local_rank") is not None and not logdir.get(e["order"]) for e in events)
-    # one log per rank (per-rank files, a --log-dir tree): a rank that died takes its peers down
-    # with it, and they say so; peers whose logs show nothing wrong mean it did not die
-    per_rank = {o for o in source_ranks} | set(logdir)
+    # one log per rank: a rank that died takes its peers down with it, and they say so; peers
+    # whose logs show nothing wrong mean it did not die
     erred = {e["order"] for e in events if e["kind"] == "error" and e["order"] in per_rank}
     peers_fine = len(per_rank) >= 2 and bool(per_rank - erred - {o for o in per_rank if lines.get(o, 0) == 0})
     # an error that one rank's own log goes on from was not fatal there, so the same error on the
@@ -776,6 +782,18 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
         if code is not None and code < 0 and code != -15 and r not in own and r not in coll:
             sig = e.get("signal") or _SIGNAL_NAMES.get(code, f"signal {-code}")
             own[r] = dict(e, kind="signal", signal=sig)
+    # A rank whose own log goes on after its last error, and that the launcher then had to
+    # stop (SIGTERM), had caught that error (an optional file it failed to read, logged with
+    # its traceback); when another rank exited on an error of its own, that one started it
+    # (sealed-h h10). A Python process that dies of an exception prints nothing after it.
+    caught = {r for r, e in own.items()
+              if e["kind"] == "error" and e["order"] in last_error and exits.get(r, {}).get("exitcode") == -15
+              and lines.get(e["order"], 0) - last_error[e["order"]] >= CAUGHT_LINES}
+    died = {r for r in own if r not in caught and exits.get(r, {}).get("exitcode") not in (None, 0, -15)}
+    if caught and died:
+        for r in caught:
+            del own[r]
+        job["caught"] = sorted(caught)
     # Slurm's word on the node's tasks (a task is a node's agent when torchrun runs inside)
     srun = [{k: e[k] for k in ("host", "tasks", "exitcode", "how", "source", "line") if e.get(k) is not None}
             for e in now if e["kind"] == "srun-exit"]
@@ -856,11 +874,31 @@ def _named_suspects(now: list[dict], res: "_Resolver", job: dict) -> tuple[list[
                 for r in sorted(ops):
                     if ops[r] != usual:
                         named.setdefault(r, []).extend(ev[:2])
+            else:
+                # two ranks, two calls: the check has no majority and cannot say which one
+                # deviated. The launcher's Root Cause block (the rank it saw fail first) is
+                # the one asymmetric word left; say that it is only that (sealed-e e07, e20)
+                rc = job.get("launcher_root_cause")
+                if rc and rc.get("rank") in ops and rc.get("attempt", 0) == now[0]["attempt"]:
+                    job["mismatch_pair"] = [rc["rank"], next(o for o in ops if o != rc["rank"])]
     for r, evs in sorted(named.items()):
         how = evs[0].get("how", "collective-mismatch check")
         suspects.append(_suspect(r, "named", res, evs[:2],
                                  f"rank {r} is named by {'a monitored barrier' if how == 'monitoredBarrier' else 'the collective-mismatch check'} "
                                  f"({evs[0]['text'][:160].strip()})"))
+    if job.get("mismatch_pair") and job["mismatch_pair"][0] not in named:
+        a, b = job["mismatch_pair"]
+        rc = job["launcher_root_cause"]
+        ev = [e for e in now if e["kind"] == "mismatch"][:2]
+        named[a] = named[b] = ev
+        # both of kind "launcher": suspects.py orders suspects by kind, then as listed here
+        suspects.append(_suspect(a, "launcher", res, [dict(rc, grank=a)] + ev[:1],
+                                 f"the collective-mismatch check shows ranks {min(a, b)} and {max(a, b)} "
+                                 f"calling different collectives and cannot tell which one deviated; "
+                                 f"torchrun's Root Cause block names rank {a} (exit code "
+                                 f"{rc.get('exitcode')}), so rank {a} first, rank {b} as likely"))
+        suspects.append(_suspect(b, "launcher", res, ev, f"rank {b} is the other side of the two-rank "
+                                                         f"collective mismatch"))
     # 1b. NCCL RAS: ranks it cannot reach, and ranks whose operation count is behind the others'
     for e in now:
         if e["kind"] != "ras":
@@ -1158,6 +1196,11 @@ def _verdict(suspects: list[dict], job: dict, coll: dict, own: dict, own_logs: s
     att = job.get("initiating_attempt", 0)
     attempt = f" in restart attempt {att}" if att else (" in the first attempt" if job["attempts"] > 1 else "")
     others = sorted(r for r in coll if r != top["rank"])
+    if job.get("mismatch_pair") and top["kind"] == "launcher":
+        a, b = job["mismatch_pair"]
+        return (f"Ranks {a} and {b} called different collectives{attempt}; with two ranks the check "
+                f"cannot tell which one deviated: torchrun saw rank {a} fail first, so start with "
+                f"rank {a}, then rank {b}.")
     if job.get("undecided"):
         a, b = job["undecided"][:2]
         return (f"Ranks {a} and {b} both failed on their own{attempt} and the logs cannot order them "

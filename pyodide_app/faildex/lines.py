@@ -35,7 +35,11 @@ _HOST_COLON = re.compile(r"(?P<host>[a-z0-9][a-z0-9-]{0,62}(?:\.[a-z0-9-]{1,62})
 _TORCHRUN = re.compile(r"\[(?:rank(?P<rank>\d{1,5})|(?P<role>[A-Za-z_]\w{0,30}?)(?P<local_rank>\d{1,5}))\]:")
 # a shipper's "TIMESTAMP HOST message" line: the host word is taken only when a launcher's
 # or a logger's own prefix follows it, so that a message's first word is never read as a host
-_HOST_AFTER_TS = re.compile(r"(?P<host>[A-Za-z][\w-]{0,62}(?:\.[\w-]{1,62}){0,6}) (?=" + _OWN_PREFIX_AHEAD + ")")
+# journald's `-o short-iso` (and rsyslog's ISO form) put the program and its pid between host
+# and message: "2026-12-06T02:50:04+0000 node0 torchrun[22055]: [rank2]: ..."; the "prog[pid]: "
+# tag is itself the evidence that the word before it is a host
+_HOST_AFTER_TS = re.compile(r"(?P<host>[A-Za-z][\w-]{0,62}(?:\.[\w-]{1,62}){0,6}) "
+                            r"(?:[\w./-]{1,64}\[\d{1,10}\]: |(?=" + _OWN_PREFIX_AHEAD + "))")
 _ISO = re.compile(r"\[?(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)(?P<tz>Z|[+-]\d\d:?\d\d)?\]?[ |,:-]*")
 _SYSLOG = re.compile(r"(?P<mon>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +(?P<day>\d{1,2}) "
                      r"(?P<time>\d\d:\d\d:\d\d) (?P<host>[\w.-]+) (?:[\w./-]{1,64}(?:\[\d+\])?: )?")
