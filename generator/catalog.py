@@ -16,6 +16,8 @@ and the rendered-and-cut test all read templates through this module.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import random
 import re
 from dataclasses import dataclass, field
@@ -273,16 +275,11 @@ def load_project(path: Path, project: str | None = None, root: Path = ROOT) -> P
     if not path.exists():
         return ProjectCatalog(project=project or path.stem, path=path)
     rel = path.relative_to(root) if path.is_relative_to(root) else path
-    try:
-        data = YAML(typ="rt").load(path.read_text(encoding="utf-8")) or {}
-    except Exception as err:  # noqa: BLE001 - ruamel's errors carry the position in their text
-        mark = getattr(err, "problem_mark", None)
-        raise CatalogError(str(rel), mark.line + 1 if mark else 1,
-                           f"not valid YAML: {getattr(err, 'problem', None) or err}") from None
+    data, lines = _parsed(path, rel, root)
     cat = ProjectCatalog(project=str(data.get("project", project or path.stem)),
                          header={k: v for k, v in data.items() if k not in ("templates", "project")}, path=path)
     for i, item in enumerate(data.get("templates") or []):
-        line = data["templates"].lc.item(i)[0] + 1
+        line = lines[i]
         if not isinstance(item, dict) or not isinstance(item.get("message"), str):
             raise CatalogError(str(rel), line, "a template is a mapping with a message")
         unknown = sorted(set(item) - _FIELDS)
@@ -305,6 +302,44 @@ def load_project(path: Path, project: str | None = None, root: Path = ROOT) -> P
                      line=line, key_words=item.get("key_words"))
         cat.templates[template_key(t.message)] = t
     return cat
+
+
+def _parsed(path: Path, rel, root: Path) -> tuple[dict, list[int]]:
+    """A catalogue file's data and each template's line. ruamel's pure-Python parser takes
+    about 6 s for the catalogue, most of `faildex validate`; the result is kept in
+    root/.cache/catalog/, keyed on the file's bytes, so an unchanged file is read as JSON."""
+    raw = path.read_bytes()
+    key = hashlib.sha256(raw).hexdigest()[:20]
+    cached = root / ".cache" / "catalog" / path.stem / f"{key}.json"
+    if cached.is_file():
+        try:
+            kept = json.loads(cached.read_text(encoding="utf-8"))
+            return kept["data"], kept["lines"]
+        except (OSError, ValueError, KeyError):
+            pass    # a damaged cache file: parse the YAML again
+    try:
+        data = YAML(typ="rt").load(raw.decode("utf-8")) or {}
+    except Exception as err:  # noqa: BLE001 - ruamel's errors carry the position in their text
+        mark = getattr(err, "problem_mark", None)
+        raise CatalogError(str(rel), mark.line + 1 if mark else 1,
+                           f"not valid YAML: {getattr(err, 'problem', None) or err}") from None
+    if not isinstance(data, dict):
+        raise CatalogError(str(rel), 1, "a catalogue file is a mapping with a templates list")
+    items = data.get("templates") or []
+    if not isinstance(items, list):
+        raise CatalogError(str(rel), 1, "templates is a list")
+    lines = [items.lc.item(i)[0] + 1 for i in range(len(items))] if items else []
+    plain = json.loads(json.dumps(data))
+    try:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        for old in cached.parent.glob("*.json"):
+            old.unlink()
+        tmp = cached.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"data": plain, "lines": lines}), encoding="utf-8")
+        tmp.replace(cached)
+    except OSError:
+        pass        # a read-only checkout parses every time
+    return plain, lines
 
 
 def save_project(cat: ProjectCatalog, path: Path) -> None:
@@ -363,8 +398,9 @@ class Rendered:
             self.starts.append(pos)
             pos += len(ln) + 1
 
-    def matches(self, regex: "re.Pattern", literal: str = "") -> set[int]:
-        """Indexes of the templates some rendering of which the regex matches."""
+    def matches(self, regex: "re.Pattern", literal: str = "", first: bool = False) -> set[int]:
+        """Indexes of the templates some rendering of which the regex matches (with first,
+        only the first one found: enough to know that it matches any)."""
         import bisect
         if not literal:
             return {self.owner[i] for i, ln in enumerate(self.lines) if regex.search(ln)}
@@ -375,8 +411,18 @@ class Rendered:
                 seen.add(i)
                 if regex.search(self.lines[i]):
                     found.add(self.owner[i])
+                    if first:
+                        break
             pos = self.text.find(literal, self.starts[i] + len(self.lines[i]))
         return found
+
+    def matches_among(self, regex: "re.Pattern", templates: set[int]) -> set[int]:
+        """Which of the given templates some rendering of which the regex matches."""
+        if not hasattr(self, "_lines_of"):
+            self._lines_of: dict[int, list[str]] = {}
+            for ln, owner in zip(self.lines, self.owner):
+                self._lines_of.setdefault(owner, []).append(ln)
+        return {t for t in templates if any(regex.search(ln) for ln in self._lines_of.get(t, ()))}
 
 
 def longest_literal(pattern: str) -> str:

@@ -29,9 +29,11 @@ def find_root(start: Path | None = None) -> Path:
 
 
 def cmd_validate(args) -> int:
-    from .validate import validate
+    from .validate import remember_passed, validate
     root = find_root()
     entries, problems = validate(root)
+    if not problems:
+        remember_passed(root)
     for p in problems:
         print(p)
     cats = {e.data.get("category") for e in entries}

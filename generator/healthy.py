@@ -53,6 +53,7 @@ class HealthyCorpus:
                                                        if x.strip()]
         self._parse_prefix = parse_prefix
         self._stats: dict[str, tuple[int, float]] = {}
+        self._peeled: dict[str, str] = {}      # line -> the line with its prefixes peeled off
 
     def __bool__(self) -> bool:
         return bool(self.files)
@@ -75,8 +76,15 @@ class HealthyCorpus:
         """Lines the signature regex matches, whole or with prefixes peeled off."""
         source = self.lines_containing(literal) if literal else (
             (name, n, line) for name, lines in self.files.items() for n, line in enumerate(lines, 1))
+        peeled = self._peeled
         for name, n, line in source:
-            if rx.search(line) or rx.search(self._parse_prefix(line)[1]):
+            if rx.search(line):
+                yield name, n, line
+                continue
+            rest = peeled.get(line)
+            if rest is None:
+                rest = peeled[line] = self._parse_prefix(line)[1]
+            if rest != line and rx.search(rest):
                 yield name, n, line
 
     # ---- the folded-shape index (digits folded, identical shapes counted once): the

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from .healthy import HealthyCorpus, engine_module
 from .regexes import MIN_ANCHOR, branch_options, choose_anchors, required_literals
-from .validate import validate
+from .loader import load_all, source_digest
+from .validate import passed_before, remember_passed, validate
 
 INDEX_FORMAT = 3
 # Lines that look like errors are candidates even when no signature knows them, so
@@ -184,7 +185,12 @@ def _text_vectors(entries) -> dict[str, dict[str, float]]:
 
 
 def build_index_or_exit(root: Path) -> dict:
-    entries, problems = validate(root)
+    if passed_before(root):          # these very files validated already: only read them
+        entries, problems = load_all(root)
+    else:
+        entries, problems = validate(root)
+        if not problems:
+            remember_passed(root)
     if problems:
         for p in problems:
             print(p, file=sys.stderr)
@@ -193,25 +199,10 @@ def build_index_or_exit(root: Path) -> dict:
     return build_index(root, entries)
 
 
-def _source_digest(root: Path) -> str:
-    """A cheap fingerprint of everything the index depends on."""
-    h = hashlib.sha256()
-    files = sorted((root / "entries").rglob("*"))   # entries, their examples, and entries/healthy/
-    files += sorted((root / "generator").glob("*.py"))
-    # the engine modules the build imports (reason.tokens, lines, context, scan's anchors): an
-    # engine edit must not leave `faildex diagnose` a stale index
-    files += sorted((root / "pyodide_app" / "faildex").glob("*.py"))
-    for p in files:
-        if p.is_file():
-            st = p.stat()
-            h.update(f"{p.relative_to(root)}:{st.st_size}:{st.st_mtime_ns}\n".encode())
-    return h.hexdigest()[:16]
-
-
 def cached_index_path(root: Path) -> Path:
     """The index for the current entries, rebuilt when an entry changed."""
     cache = root / ".cache"
-    digest = _source_digest(root)
+    digest = source_digest(root)
     path = cache / f"index-{digest}.json"
     if not path.exists():
         index = build_index_or_exit(root)

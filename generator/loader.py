@@ -8,6 +8,7 @@ file never expands), and duplicate keys are errors, not silent overrides.
 from __future__ import annotations
 
 import concurrent.futures
+import hashlib
 import io
 import os
 from dataclasses import dataclass, field
@@ -252,3 +253,21 @@ def load_all_parallel(root: Path, jobs: int | None = None,
     order = {str(p): i for i, p in enumerate(files)}
     entries.sort(key=lambda e: order[str(e.path)])
     return entries, problems
+
+
+def source_digest(root: Path, also: tuple[str, ...] = ()) -> str:
+    """A cheap fingerprint of everything the index depends on (and of the files named by
+    the globs in also: what validation reads besides, see validate.VALIDATION_ALSO)."""
+    h = hashlib.sha256()
+    files = sorted((root / "entries").rglob("*"))   # entries, their examples, and entries/healthy/
+    files += sorted((root / "generator").glob("*.py"))
+    # the engine modules the build imports (reason.tokens, lines, context, scan's anchors): an
+    # engine edit must not leave `faildex diagnose` a stale index
+    files += sorted((root / "pyodide_app" / "faildex").glob("*.py"))
+    for pattern in also:
+        files += sorted(root.glob(pattern))
+    for p in files:
+        if p.is_file():
+            st = p.stat()
+            h.update(f"{p.relative_to(root)}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()[:16]

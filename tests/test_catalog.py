@@ -257,3 +257,32 @@ def test_release_ranges_do_not_depend_on_the_order_releases_are_mined_in():
     # "old wording" is 2.4.1's and stays
     a.add_release("2.13.0", {}, mined("2.13.0", ["kept {y}"]))
     assert sorted(a.templates) == ["kept {}", "old wording {}"]
+
+
+def test_a_catalogue_file_reads_the_same_from_its_cache_and_after_the_cache_is_damaged(tmp_path):
+    # load_project keeps ruamel's parse in .cache/catalog/ keyed on the file's bytes
+    (tmp_path / "catalog").mkdir()
+    path = tmp_path / "catalog" / "nccl.yaml"
+    path.write_bytes((catalog.CATALOG_DIR / "nccl.yaml").read_bytes())
+
+    def read():
+        cat = catalog.load_project(path, root=tmp_path)
+        return {k: vars(t) for k, t in cat.templates.items()}, cat.header
+
+    parsed = read()
+    kept = list((tmp_path / ".cache" / "catalog" / "nccl").glob("*.json"))
+    assert len(kept) == 1
+    assert read() == parsed                      # read from the cache
+    kept[0].write_text("{not json", encoding="utf-8")
+    assert read() == parsed                      # a damaged cache: parsed again
+    # an edit gives a new key: the edited file is what is read
+    path.write_text(path.read_text(encoding="utf-8") + "edited_by: a test\n", encoding="utf-8")
+    assert read()[1] == {**parsed[1], "edited_by": "a test"}
+
+
+def test_a_catalogue_file_that_is_not_a_mapping_names_the_file(tmp_path):
+    (tmp_path / "catalog").mkdir()
+    path = tmp_path / "catalog" / "x.yaml"
+    path.write_text("- just\n- a list\n", encoding="utf-8")
+    with pytest.raises(catalog.CatalogError, match=r"catalog/x.yaml:1: a catalogue file is a mapping"):
+        catalog.load_project(path, root=tmp_path)

@@ -23,7 +23,7 @@ from faildex import diagnose
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 ROOT = CORPUS.parent.parent
-# (top-1, top-3) minimums; measured 2026-12-03 (fifth session) sealed 92.5 % / 97.5 %: see the note of issue 9
+# (top-1, top-3) minimums, and the false positives allowed when not 0; measured 2026-12-03 (fifth session) sealed 92.5 % / 97.5 %: see the note of issue 9
 THRESHOLDS = {"dev": (0.93, 0.93), "sealed": (0.91, 0.96),
               # a fresh batch collected 2026-12-04 (issue 27), measured once: 93.0 % / 95.3 %, hard 7/7
               "sealed-2": (0.90, 0.93),
@@ -34,7 +34,11 @@ THRESHOLDS = {"dev": (0.93, 0.93), "sealed": (0.91, 0.96),
               "sealed-4": (0.86, 0.86),
               # a fresh batch collected 2026-12-05 (issue 27), 21 logs, measured once at the session's
               # start (11f2bcd) and once at its end, unread: 90.5 % / 95.2 % both times, hard 4/4
-              "sealed-5": (0.85, 0.90)}
+              "sealed-5": (0.85, 0.90),
+              # a fresh batch of 18 logs collected 2026-12-06 (issue 26: hard ones wanted; 8 hard, 7
+              # healthy), measured once unread at 454e970 before this session's merges: 66.7 % /
+              # 72.2 %, hard 3/8, one false positive (held as a third figure: at most 1)
+              "sealed-6": (0.61, 0.66, 1)}
 _THREAD = re.compile(r"https?://github\.com/([\w.-]+/[\w.-]+)/(?:issues|pull|discussions)/(\d+)")
 
 
@@ -123,8 +127,8 @@ def test_corpus_accuracy(index, part):
     s = evaluate(part, index)
     line = summary(part, s)
     print("\n" + line + "\n" + "\n".join(s["rows"]))
-    top1_min, top3_min = THRESHOLDS[part]
-    assert s["fp"] == 0, line + "\nmisses:\n" + "\n".join(s["rows"])
+    top1_min, top3_min, fp_max = (*THRESHOLDS[part], 0)[:3]
+    assert s["fp"] <= fp_max, line + "\nmisses:\n" + "\n".join(s["rows"])
     assert s["top1"] / s["n"] >= top1_min and s["top3"] / s["n"] >= top3_min, \
         line + "\nmisses:\n" + "\n".join(s["rows"])
 

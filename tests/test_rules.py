@@ -159,16 +159,16 @@ def test_the_checkouts_index_cache_is_keyed_on_the_engine_too(tmp_path):
     import os
     import sys
     sys.path.insert(0, str(ROOT))
-    from generator.index import _source_digest
-    before = _source_digest(ROOT)
+    from generator.loader import source_digest
+    before = source_digest(ROOT)
     engine = ROOT / "pyodide_app" / "faildex" / "lines.py"
     st = engine.stat()
     try:
         os.utime(engine, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
-        assert _source_digest(ROOT) != before
+        assert source_digest(ROOT) != before
     finally:
         os.utime(engine, ns=(st.st_atime_ns, st.st_mtime_ns))
-    assert _source_digest(ROOT) == before
+    assert source_digest(ROOT) == before
 
 
 def contributing_block(marker: str) -> str:

@@ -398,3 +398,53 @@ def test_each_fact_catches_its_wrong_statement_and_not_itself():
     for fact, patterns in facts:
         assert any(p.search(fact["said_wrongly_as"]) for p in patterns), fact["id"]
         assert not any(p.search(fact["fact"]) for p in patterns), fact["id"]
+
+
+def test_a_passed_validation_is_remembered_only_for_the_same_files(tmp_path):
+    # make check runs `faildex validate` and then the tests; the tests' fixture skips a
+    # second validation only when these very files passed (generator.validate.passed_before)
+    from generator.validate import passed_before, remember_passed
+    for folder in ("entries/x", "generator", "pyodide_app/faildex", "catalog"):
+        (tmp_path / folder).mkdir(parents=True)
+    entry, cat = tmp_path / "entries/x/a.yaml", tmp_path / "catalog/nccl.yaml"
+    entry.write_text("id: a\n", encoding="utf-8")
+    cat.write_text("project: nccl\n", encoding="utf-8")
+    assert not passed_before(tmp_path)
+    remember_passed(tmp_path)
+    assert passed_before(tmp_path)
+    cat.write_text("project: nccl\ntemplates: []\n", encoding="utf-8")
+    assert not passed_before(tmp_path)           # the catalogue is part of what passed
+    remember_passed(tmp_path)
+    entry.write_text("id: a\ntitle: b\n", encoding="utf-8")
+    assert not passed_before(tmp_path)
+
+
+def test_the_contributing_walkthrough_adds_an_entry(checkout):
+    # CONTRIBUTING's "a new entry" block, command by command, in a checkout without the
+    # entry; the comment line is the author's writing, done by copying the finished file
+    text = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    block = text.split("<!-- replayed by tests/test_validate.py: a new entry -->", 1)[1]
+    block = block.split("```sh\n", 1)[1].split("```", 1)[0]
+    target = checkout / "entries" / "rendezvous" / MODEL.name
+    target.unlink()
+    shutil.copytree(ROOT / "generator", checkout / "generator")   # a checkout has its tools
+    faildex = str(Path(sys.executable).parent / "faildex")
+    env = {"FAILDEX_ROOT": str(checkout), "PATH": "/usr/bin:/bin"}
+    results = []
+    for line in block.splitlines():
+        if line.startswith("#"):
+            from ruamel.yaml import YAML
+            target.write_text(MODEL.read_text(encoding="utf-8"), encoding="utf-8")
+            example = YAML(typ="safe").load(MODEL.read_text(encoding="utf-8"))["examples"][0]["log"]
+            (checkout / "my.log").write_text(example, encoding="utf-8")
+            continue
+        cmd = line.split("#")[0].split()
+        assert cmd[0] == "faildex", line
+        results.append(subprocess.run([faildex, *cmd[1:]], cwd=checkout, env=env, capture_output=True, text=True))
+    new, todo, done, diagnosed = results
+    assert new.returncode == 0 and target.is_file(), new.stderr
+    assert todo.returncode == 1 and f"{REL}:" in todo.stdout and "FDX020" in todo.stdout, todo.stdout
+    assert "FDX033" in todo.stdout        # look-alikes that link to it wait for a link back
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Traceback" not in diagnosed.stderr
+    assert diagnosed.returncode != 2 and MODEL.stem in diagnosed.stdout.split("\n\n")[0], diagnosed.stdout

@@ -27,7 +27,11 @@ def checkout_root() -> Path | None:
 
 
 def _own_checkout() -> Path | None:
-    """The checkout this package lives in (editable install), or None (a wheel)."""
+    """The checkout named by FAILDEX_ROOT (as for `faildex validate`), else the one this
+    package lives in (editable install), or None (a wheel)."""
+    env = os.environ.get("FAILDEX_ROOT")
+    if env and (Path(env) / "entries").is_dir():
+        return Path(env).resolve()
     root = PACKAGE_DIR.parent.parent
     if (root / "entries").is_dir() and (root / "generator" / "index.py").is_file():
         return root

@@ -599,41 +599,20 @@ def _headline_follows_suspect(primary, top: dict | None, first: int, verdict: di
 
 
 def build_report(index: dict, sources: list, baseline: list | None = None, artifacts=None) -> dict:
+    """The four stages of the module's docstring: gather, score (RULES), rank, assemble."""
     entries = index["entries"]
     g = Gathered(index, sources)
-
-    baseline_shapes = None
-    new_events: list[dict] = []
-    if baseline is not None:
-        baseline_shapes = set()
-        for b in baseline:
-            baseline_shapes |= set(b.shapes)
-        for src in sources:
-            for sh, where in src.shapes.items():
-                if sh not in baseline_shapes:
-                    new_events.append(dict(where, shape=sh, order=src.order))
-        new_events.sort(key=lambda e: (e["order"], e["line"]))
-
+    baseline_shapes, new_events = _baseline_events(baseline, sources)
+    verdict = job_verdict(index, sources, g)
+    suspects = _suspects(g, verdict, sources, artifacts, index)
     # Supporting lines are abnormal (the validator keeps them out of healthy output), so
     # they can make a low-confidence diagnosis on their own; context lines cannot.
-    verdict = job_verdict(index, sources, g)
-    nodes = {tuple(x) for x in verdict["job"]["node_tasks"]}
-    for c in g.cands.values():
-        for f in c.defining + c.supporting + c.collateral:
-            if "task" in f and f.get("rank") == f["task"] and (f["order"], f["task"]) in nodes:
-                del f["rank"]   # the task number of a node's agent, not the rank that printed the line
-    suspects = find_suspects({"facts": g.facts}, sources, artifacts, index, verdict["suspects"],
-                             received_more=verdict["job"].get("received_more", ()))
-    if sources and not verdict["job"]["failed"] and not any(c.evidence for c in g.cands.values()):
-        # the logs show a job that did not fail: dumps that differ only in how far each rank
-        # had completed (written as each rank finished) name nobody
-        suspects = [s for s in suspects if s["kind"] != "behind"]
     sc = Scoring(g, [c for c in g.cands.values() if c.evidence], sources, entries, baseline_shapes, verdict,
                  suspects)
     for rule in RULES:
         rule.run(sc)
-    scored, missing, version_notes, verdict = sc.scored, sc.missing, sc.version_notes, sc.verdict
-    primary, alternatives, collateral, vetoed = rank(scored, g.facts, missing, sources)
+    verdict = sc.verdict
+    primary, alternatives, collateral, vetoed = rank(sc.scored, g.facts, sc.missing, sources)
     # the suspect listed first heads the story: the headline, the verdict and the rank rows follow it
     top = suspects[0] if suspects else None
     first = verdict["job"].get("initiating_attempt", 0)
@@ -644,83 +623,15 @@ def build_report(index: dict, sources: list, baseline: list | None = None, artif
         for c in sorted(g.cands.values(), key=lambda c: c.id):
             if c is not primary and c.collateral and c not in collateral and c not in alternatives:
                 collateral.append(c)
-
-    # ---- missing discriminator facts for the primary and close alternatives
-    for c in ([primary] if primary else []) + alternatives[:2]:
-        for d in c.meta.get("discriminators", []):
-            if d.get("fact") and d["fact"] not in g.facts and d["fact"] not in c.facts:
-                missing.setdefault(d["fact"], {
-                    "fact": d["fact"],
-                    "why": f"tells {c.id} from {d['elsewhere']}: {d['signal']}",
-                    "how": HOW_TO_GET.get(d["fact"], "")})
-
-    def conf(c: Candidate) -> float:
-        return shown_confidence(c.score)
-
-    def brief(c: Candidate) -> dict:
-        return {"id": c.id, "title": c.meta["title"], "confidence": conf(c), "band": band(conf(c)),
-                "why": c.why(), "url": c.meta["url"], "severity": c.meta["severity"],
-                "first_seen": _public(c.first), "count": c.count, "reports": c.reports}
-
-    evidence = []
-    if primary is not None:
-        evidence += [dict(_public(f), role="initiating") for f in
-                     sorted(primary.evidence, key=_TIME)[:3]]
-        shown = {(e["source"], e["line"]) for e in evidence}
-        for c in alternatives[:3]:
-            if (c.first["source"], c.first["line"]) not in shown:   # a shared line is shown once
-                evidence.append(dict(_public(c.first), role="alternative"))
-                shown.add((c.first["source"], c.first["line"]))
-        for c in collateral[:5]:
-            f = c.first or min(c.collateral, key=_TIME)
-            evidence.append(dict(_public(f), role="collateral"))
-    evidence = [dict(e, url=entries[e["entry"]]["url"]) for e in evidence[:MAX_EVIDENCE]]
-
-    timeline = []
-    for c in g.cands.values():
-        role = ("initiating" if c is primary else "collateral" if c in collateral
-                else "alternative" if c in alternatives else "other")
-        for f in c.defining + c.supporting + c.collateral:
-            item = {"entry": c.id, "role": role, "source": f["source"], "line": f["line"]}
-            for k in ("ts", "rank", "host"):
-                if k in f:
-                    item[k] = f[k]
-            timeline.append(item)
-    timeline.sort(key=lambda t: (t.get("ts") is None, t.get("ts") or 0, t["source"], t["line"], t["entry"]))
-    timeline = timeline[:MAX_TIMELINE]
-
-    unmatched = None
-    alt_out = [brief(c) for c in alternatives]
+    _missing_discriminator_facts(primary, alternatives, g, sc.missing)
+    alt_out = [_brief(c) for c in alternatives]
     if vetoed is not None:
-        alt_out.insert(0, brief(vetoed))
+        alt_out.insert(0, _brief(vetoed))
     anchor = primary or restart_only
     if anchor is not None and len(alt_out) < MAX_GUESSED:
         alt_out += lookalikes(anchor, _probe_lines(sources, g), entries, {a["id"] for a in alt_out},
                               MAX_GUESSED - len(alt_out), g.facts_for(anchor))
-    if primary is None:
-        first_error = min((s.first_error for s in sources if s.first_error), key=_TIME, default=None)
-        last_exc = max((s.last_exception for s in sources if s.last_exception), key=_TIME, default=None)
-        # Signs of a failure: an exception, a line that is not mere context, or a log
-        # that ends in error lines (healthy runs print error lines too, then go on)
-        abnormal = any(c.evidence or c.collateral for c in g.cands.values())
-        ends_in_error = any(s.last_error_line and s.lines - s.last_error_line < ENDS_IN_ERROR_LINES
-                            for s in sources)
-        if last_exc or abnormal or ends_in_error:
-            near = nearest(_probe_lines(sources, g), entries)
-            unmatched = {"first_error": _public(first_error) if first_error else None,
-                         "last_exception": _public(last_exc) if last_exc else None,
-                         "error_lines": sum(s.error_lines for s in sources),
-                         "nearest": [{"id": eid, "title": entries[eid]["title"], "url": entries[eid]["url"],
-                                      "similarity": round(sim, 3)} for sim, eid in near]}
-            known = {a["id"] for a in alt_out}
-            for sim, eid in near:
-                if sim < NEAREST_MIN_SIMILARITY or eid in known:
-                    continue
-                e = entries[eid]
-                confidence = scaled_similarity(sim, NEAREST_MAX)
-                alt_out.append(_guess(e, eid, confidence, f"No signature matched; the log's error lines "
-                                                          f"resemble this entry's messages (text similarity "
-                                                          f"{sim:.2f})"))
+    unmatched = _unmatched(sources, g, entries, alt_out) if primary is None else None
 
     report = {
         "faildex_report": REPORT_FORMAT,
@@ -728,17 +639,17 @@ def build_report(index: dict, sources: list, baseline: list | None = None, artif
         "inputs": [{"name": s.name, "bytes": s.bytes, "lines": s.lines, "candidates": s.candidates,
                     "error_lines": s.error_lines, "status": s.status, "messages": s.messages}
                    for s in sources],
-        "primary": brief(primary) if primary else None,
+        "primary": _brief(primary) if primary else None,
         "alternatives": alt_out,
-        "collateral": [dict(brief(c), ranks=sorted({f["rank"] for f in c.defining + c.supporting
-                                                     + c.collateral if "rank" in f}))
+        "collateral": [dict(_brief(c), ranks=sorted({f["rank"] for f in c.defining + c.supporting
+                                                      + c.collateral if "rank" in f}))
                        for c in collateral],
-        "evidence": evidence,
+        "evidence": _evidence(primary, alternatives, collateral, entries),
         "facts": dict(sorted(g.facts.items()), hosts=sorted(g.hosts)[:64], ranks=sorted(g.ranks)[:4096]),
-        "missing": sorted(missing.values(), key=lambda m: m["fact"]),
+        "missing": sorted(sc.missing.values(), key=lambda m: m["fact"]),
         "next_action": next_action(primary, g.facts) if primary else None,
-        "versions": sorted(set(version_notes)),
-        "timeline": timeline,
+        "versions": sorted(set(sc.version_notes)),
+        "timeline": _timeline(g, primary, alternatives, collateral),
         "unmatched": unmatched,
     }
     if baseline is not None:
@@ -754,13 +665,124 @@ def build_report(index: dict, sources: list, baseline: list | None = None, artif
     if report["unmatched"] and top and top["kind"] == "crashed" and top["evidence"] \
             and any(s.name == top["evidence"][0]["source"] for s in sources):
         # the error to start from is the initiating rank's, not the last rank's report of it
-        first = top["evidence"][0]
-        line = {"source": first["source"], "line": first["line"], "text": first["text"], "rank": top["rank"]}
+        first_line = top["evidence"][0]
+        line = {"source": first_line["source"], "line": first_line["line"], "text": first_line["text"],
+                "rank": top["rank"]}
         report["unmatched"]["first_error"] = report["unmatched"]["last_exception"] = line
     report["job"] = verdict["job"]
     report["job"]["timeline"] = jobmodel.timeline(report["job"], top["rank"]) if verdict["suspects"] else []
     report["verdict"] = _verdict(report, verdict)
     return report
+
+
+def _baseline_events(baseline: list | None, sources: list) -> tuple[set | None, list[dict]]:
+    """With --baseline: the good run's line shapes, and this run's lines of other shapes."""
+    if baseline is None:
+        return None, []
+    shapes: set = set()
+    for b in baseline:
+        shapes |= set(b.shapes)
+    new_events = [dict(where, shape=sh, order=src.order) for src in sources
+                  for sh, where in src.shapes.items() if sh not in shapes]
+    new_events.sort(key=lambda e: (e["order"], e["line"]))
+    return shapes, new_events
+
+
+def _suspects(g: Gathered, verdict: dict, sources: list, artifacts, index: dict) -> list[dict]:
+    """Who started it: the job model's suspects, merged with what dumps and hang lines say."""
+    nodes = {tuple(x) for x in verdict["job"]["node_tasks"]}
+    for c in g.cands.values():
+        for f in c.defining + c.supporting + c.collateral:
+            if "task" in f and f.get("rank") == f["task"] and (f["order"], f["task"]) in nodes:
+                del f["rank"]   # the task number of a node's agent, not the rank that printed the line
+    suspects = find_suspects({"facts": g.facts}, sources, artifacts, index, verdict["suspects"],
+                             received_more=verdict["job"].get("received_more", ()))
+    if sources and not verdict["job"]["failed"] and not any(c.evidence for c in g.cands.values()):
+        # the logs show a job that did not fail: dumps that differ only in how far each rank
+        # had completed (written as each rank finished) name nobody
+        suspects = [s for s in suspects if s["kind"] != "behind"]
+    return suspects
+
+
+def _missing_discriminator_facts(primary, alternatives: list, g: Gathered, missing: dict) -> None:
+    """The facts that would tell the primary and its close alternatives from their look-alikes."""
+    for c in ([primary] if primary else []) + alternatives[:2]:
+        for d in c.meta.get("discriminators", []):
+            if d.get("fact") and d["fact"] not in g.facts and d["fact"] not in c.facts:
+                missing.setdefault(d["fact"], {
+                    "fact": d["fact"],
+                    "why": f"tells {c.id} from {d['elsewhere']}: {d['signal']}",
+                    "how": HOW_TO_GET.get(d["fact"], "")})
+
+
+def _brief(c: Candidate) -> dict:
+    conf = shown_confidence(c.score)
+    return {"id": c.id, "title": c.meta["title"], "confidence": conf, "band": band(conf),
+            "why": c.why(), "url": c.meta["url"], "severity": c.meta["severity"],
+            "first_seen": _public(c.first), "count": c.count, "reports": c.reports}
+
+
+def _evidence(primary, alternatives: list, collateral: list, entries: dict) -> list[dict]:
+    """The lines to quote: the primary's first three, the first line of up to three
+    alternatives (a shared line once) and of up to five collateral entries."""
+    if primary is None:
+        return []
+    evidence = [dict(_public(f), role="initiating") for f in sorted(primary.evidence, key=_TIME)[:3]]
+    shown = {(e["source"], e["line"]) for e in evidence}
+    for c in alternatives[:3]:
+        if (c.first["source"], c.first["line"]) not in shown:   # a shared line is shown once
+            evidence.append(dict(_public(c.first), role="alternative"))
+            shown.add((c.first["source"], c.first["line"]))
+    for c in collateral[:5]:
+        f = c.first or min(c.collateral, key=_TIME)
+        evidence.append(dict(_public(f), role="collateral"))
+    return [dict(e, url=entries[e["entry"]]["url"]) for e in evidence[:MAX_EVIDENCE]]
+
+
+def _timeline(g: Gathered, primary, alternatives: list, collateral: list) -> list[dict]:
+    """Every finding's line with its role, in time order (those without a time last)."""
+    timeline = []
+    for c in g.cands.values():
+        role = ("initiating" if c is primary else "collateral" if c in collateral
+                else "alternative" if c in alternatives else "other")
+        for f in c.defining + c.supporting + c.collateral:
+            item = {"entry": c.id, "role": role, "source": f["source"], "line": f["line"]}
+            for k in ("ts", "rank", "host"):
+                if k in f:
+                    item[k] = f[k]
+            timeline.append(item)
+    timeline.sort(key=lambda t: (t.get("ts") is None, t.get("ts") or 0, t["source"], t["line"], t["entry"]))
+    return timeline[:MAX_TIMELINE]
+
+
+def _unmatched(sources: list, g: Gathered, entries: dict, alt_out: list) -> dict | None:
+    """No primary: when the logs show signs of a failure, their first error and last
+    exception, and the entries whose messages resemble them (added to alt_out as guesses)."""
+    first_error = min((s.first_error for s in sources if s.first_error), key=_TIME, default=None)
+    last_exc = max((s.last_exception for s in sources if s.last_exception), key=_TIME, default=None)
+    # Signs of a failure: an exception, a line that is not mere context, or a log
+    # that ends in error lines (healthy runs print error lines too, then go on)
+    abnormal = any(c.evidence or c.collateral for c in g.cands.values())
+    ends_in_error = any(s.last_error_line and s.lines - s.last_error_line < ENDS_IN_ERROR_LINES
+                        for s in sources)
+    if not (last_exc or abnormal or ends_in_error):
+        return None
+    near = nearest(_probe_lines(sources, g), entries)
+    unmatched = {"first_error": _public(first_error) if first_error else None,
+                 "last_exception": _public(last_exc) if last_exc else None,
+                 "error_lines": sum(s.error_lines for s in sources),
+                 "nearest": [{"id": eid, "title": entries[eid]["title"], "url": entries[eid]["url"],
+                              "similarity": round(sim, 3)} for sim, eid in near]}
+    known = {a["id"] for a in alt_out}
+    for sim, eid in near:
+        if sim < NEAREST_MIN_SIMILARITY or eid in known:
+            continue
+        e = entries[eid]
+        confidence = scaled_similarity(sim, NEAREST_MAX)
+        alt_out.append(_guess(e, eid, confidence, f"No signature matched; the log's error lines "
+                                                  f"resemble this entry's messages (text similarity "
+                                                  f"{sim:.2f})"))
+    return unmatched
 
 
 def job_verdict(index: dict, sources: list, g: Gathered) -> dict:
