@@ -39,6 +39,20 @@ def groups(cat) -> list[tuple[str, list]]:
     return [("pytorch distributed", dist), ("pytorch other", [t for t in ts if t not in dist])]
 
 
+def mapped_shares(cats) -> dict[str, float]:
+    """Per row, and for "all": the share of error-level templates that are mapped (to an
+    entry, as collateral or as benign). tests/test_catalog.py holds these."""
+    out, total_err, total_mapped = {}, 0, 0
+    for cat in cats:
+        for name, ts in groups(cat):
+            err = [t for t in ts if t.level == "error"]
+            mapped = sum(t.mapping != "uncovered" for t in err)
+            out[name] = mapped / len(err) if err else 1.0
+            total_err, total_mapped = total_err + len(err), total_mapped + mapped
+    out["all"] = total_mapped / total_err if total_err else 0.0
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--uncovered", metavar="PROJECT", help="list the project's uncovered templates")
