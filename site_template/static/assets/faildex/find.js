@@ -9,7 +9,8 @@
 //  3. words: each query word (stemmed, without a question's function words, a typo
 //     read as the one entry word it is a typo of), weighted by how rare it is across
 //     entries, found in the entry's name (title, id, systems), its signatures' general
-//     messages, or its prose; two words next to each other in a message count again.
+//     messages, what it is seen with and the catalogue's messages mapped to it (less),
+//     or its prose; two words next to each other in a message count again.
 (function (root) {
   "use strict";
 
@@ -108,7 +109,10 @@
   function prepare(e) {
     var name = words([e.title, e.id.replace(/-/g, " "), e.systems.join(" ")].join(" "));
     var sigText = e.signatures.map(function (s) { return s.text + " " + s.words; }).join(" \n ");
-    var sig = words(sigText + " \n " + (e.seen || "") + " \n " + (e.messages || ""));
+    var own = words(sigText);
+    // what the entry says it is seen with, and the catalogue's messages mapped to it: a
+    // family entry maps dozens, so their words count less than the signatures' own
+    var seen = words((e.seen || "") + " \n " + (e.messages || ""));
     var sigs = e.signatures.map(function (s) {
       var rx = null;
       if (s.re) {
@@ -118,8 +122,8 @@
     });
     return {
       data: e, sigs: sigs,
-      name: setOf(name), sig: setOf(sig), prose: setOf(words(e.prose)),
-      pairs: pairs(sig.concat(["\n"], name)),
+      name: setOf(name), sig: setOf(own), seen: setOf(seen), prose: setOf(words(e.prose)),
+      pairs: pairs(own.concat(["\n"], seen, ["\n"], name)),
     };
   }
 
@@ -129,7 +133,7 @@
     var df = Object.create(null);
     this.entries.forEach(function (p) {
       this.byId[p.data.id] = p;
-      var all = Object.assign(Object.create(null), p.name, p.sig, p.prose);
+      var all = Object.assign(Object.create(null), p.name, p.sig, p.seen, p.prose);
       Object.keys(all).forEach(function (w) { df[w] = (df[w] || 0) + 1; });
     }, this);
     var n = this.entries.length;
@@ -220,7 +224,7 @@
       });
       unique.forEach(function (w) {
         var f = idf(w);
-        wordScore += f * (p.name[w] ? 3 : p.sig[w] ? 2 : p.prose[w] ? 0.5 : 0);
+        wordScore += f * (p.name[w] ? 3 : p.sig[w] ? 2 : p.seen[w] ? 1.5 : p.prose[w] ? 0.5 : 0);
       });
       qpairs.forEach(function (pr) {
         if (p.pairs[pr]) wordScore += idf(pr.split(" ")[0]) + idf(pr.split(" ")[1]);
