@@ -363,14 +363,9 @@ def choose_anchors(required: dict[str, list[str]], healthy=None
             byte_cost[c] = 1e9 if c.isspace() else pass_cost(max(freq, MIN_BYTE_FREQ))
         return byte_cost[c]
 
-    keys_memo: dict[str, set[str]] = {}
-    base_memo: dict[str, float] = {}
-
     def keys_of(sub: str) -> set[str]:
         """The bytes that may key sub: its first, and any rare one."""
-        if sub not in keys_memo:
-            keys_memo[sub] = {sub[0]} | {c for c in sub if key_cost(c) <= rare_cost}
-        return keys_memo[sub]
+        return {sub[0]} | {c for c in sub if key_cost(c) <= rare_cost}
 
     def best_key(sub: str) -> str:
         return min(keys_of(sub), key=lambda c: (0 if c in used else 1, key_cost(c), c))
@@ -384,11 +379,6 @@ def choose_anchors(required: dict[str, list[str]], healthy=None
         return short + plain
 
     def base(sub: str) -> float:
-        if sub not in base_memo:
-            base_memo[sub] = _base(sub)
-        return base_memo[sub]
-
-    def _base(sub: str) -> float:
         # a quote or backslash is escaped when a shipper puts the line in a JSON string
         escaped = 10.0 if '"' in sub or "\\" in sub else 0.0
         # A short piece of an identifier ("mp_rank_") is the kind of name healthy jobs
