@@ -391,6 +391,9 @@ class Rendered:
                 lines.append(v)
                 self.owner.append(i)
         self.lines = lines
+        self.lines_of: dict[int, list[str]] = {}     # template index -> its renderings
+        for ln, owner in zip(lines, self.owner):
+            self.lines_of.setdefault(owner, []).append(ln)
         self.text = "\n".join(lines)
         self.starts = []
         pos = 0
@@ -418,11 +421,7 @@ class Rendered:
 
     def matches_among(self, regex: "re.Pattern", templates: set[int]) -> set[int]:
         """Which of the given templates some rendering of which the regex matches."""
-        if not hasattr(self, "_lines_of"):
-            self._lines_of: dict[int, list[str]] = {}
-            for ln, owner in zip(self.lines, self.owner):
-                self._lines_of.setdefault(owner, []).append(ln)
-        return {t for t in templates if any(regex.search(ln) for ln in self._lines_of.get(t, ()))}
+        return {t for t in templates if any(regex.search(ln) for ln in self.lines_of.get(t, ()))}
 
 
 def longest_literal(pattern: str) -> str:

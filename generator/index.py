@@ -15,8 +15,8 @@ from pathlib import Path
 
 from .healthy import HealthyCorpus, engine_module
 from .regexes import MIN_ANCHOR, branch_options, choose_anchors, required_literals
-from .loader import load_all, source_digest
-from .validate import passed_before, remember_passed, validate
+from .loader import source_digest
+from .validate import validate_once
 
 INDEX_FORMAT = 3
 # Lines that look like errors are candidates even when no signature knows them, so
@@ -185,12 +185,7 @@ def _text_vectors(entries) -> dict[str, dict[str, float]]:
 
 
 def build_index_or_exit(root: Path) -> dict:
-    if passed_before(root):          # these very files validated already: only read them
-        entries, problems = load_all(root)
-    else:
-        entries, problems = validate(root)
-        if not problems:
-            remember_passed(root)
+    entries, problems = validate_once(root)
     if problems:
         for p in problems:
             print(p, file=sys.stderr)

@@ -688,7 +688,7 @@ def load_and_validate(root: Path, jobs: int | None = None,
     return entries, sorted(problems)
 
 
-# What validation reads besides the index's sources (index._source_digest): the
+# What validation reads besides the index's sources (loader.source_digest): the
 # catalogue and the registered facts.
 VALIDATION_ALSO = ("catalog/*.yaml", "facts.yaml")
 
@@ -719,3 +719,14 @@ def validate(root: Path) -> tuple[list[Entry], list[Problem]]:
     entries, problems = load_all(root)
     problems += validate_entries(root, entries)
     return entries, sorted(problems)
+
+
+def validate_once(root: Path) -> tuple[list[Entry], list[Problem]]:
+    """validate(root), or only the entries read when these very files passed before
+    (`faildex validate` just ran: the quick lane's tests and index build need no second pass)."""
+    if passed_before(root):
+        return load_all(root)
+    entries, problems = validate(root)
+    if not problems:
+        remember_passed(root)
+    return entries, problems

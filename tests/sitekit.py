@@ -19,6 +19,15 @@ VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "met
 
 # ---------------------------------------------------------------- building
 
+def contributing_block(replayed_by: str, marker: str) -> str:
+    """The fenced block after `<!-- replayed by <replayed_by>: <marker> -->` in CONTRIBUTING.md:
+    a worked example that the named test runs exactly as written."""
+    text = (REPO / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    at = text.index(f"<!-- replayed by {replayed_by}: {marker} -->")
+    start = text.index("\n", text.index("```", at)) + 1
+    return text[start:text.index("\n```", start)]
+
+
 def make_root(dest: Path, *entry_trees: Path) -> Path:
     """A checkout with the entries of the given trees (entries/<cat>/<id>.yaml each),
     sharing this repository's healthy logs (the validator reads them)."""

@@ -114,9 +114,9 @@ def test_no_signature_backtracks_catastrophically(index):
     adversarial lines of 16 KB, 64 KB and 256 KB: linear work takes ~4x as long on each
     step up, quadratic ~16x; more than 8x (once the time is large enough to measure, and
     again when it looks like growth) is flagged, and so is any search over 3 s on 256 KB
-    (the slowest signature takes 0.35 s there). Times are the process's CPU time, so a loaded machine does not inflate them (an
-    absolute 2 s wall-clock limit failed CI on a busy runner; the slowest signature takes
-    1.4 s unloaded).
+    (the slowest signature takes 0.35 s there). Times are the process's CPU time, so a
+    loaded machine does not inflate them (an absolute 2 s wall-clock limit failed CI on a
+    busy runner).
     Growing the line step by step stops a quadratic signature at 64 KB, in seconds,
     where a 1 MB line alone would take hours; the growth shows by 256 KB, and 1 MB steps
     took 8 of this test's 10 minutes on a loaded CI runner."""

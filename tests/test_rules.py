@@ -7,6 +7,7 @@ import pytest
 
 from faildex import reason
 from faildex.reason import RULES, Candidate, Rule, Scoring
+from sitekit import contributing_block
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -171,18 +172,10 @@ def test_the_checkouts_index_cache_is_keyed_on_the_engine_too(tmp_path):
     assert source_digest(ROOT) == before
 
 
-def contributing_block(marker: str) -> str:
-    """The fenced block after `<!-- replayed by ...: marker -->` in CONTRIBUTING.md."""
-    text = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
-    at = text.index(f"<!-- replayed by tests/test_rules.py: {marker} -->")
-    start = text.index("\n", text.index("```", at)) + 1
-    return text[start:text.index("\n```", start)]
-
-
 def test_contributings_worked_example_of_a_scoring_rule_runs_as_written(monkeypatch):
     # the block is executed in reason's own namespace, as if pasted into reason.py
     namespace = dict(vars(reason))
-    exec(contributing_block("a new scoring rule"), namespace)
+    exec(contributing_block("tests/test_rules.py", "a new scoring rule"), namespace)
     new = namespace["RULES"][-1]
     monkeypatch.setattr(reason, "RULES", namespace["RULES"])
     monkeypatch.setitem(globals(), "RULES", namespace["RULES"])     # score() looks rules up here

@@ -18,7 +18,7 @@ from generator import schema as S
 from generator import loader
 from generator.regexes import readable
 from generator import site as G
-from sitekit import (FIXTURES, REPO, article, heading_text, make_root, mkdocs_build, norm,
+from sitekit import (FIXTURES, REPO, article, contributing_block, heading_text, make_root, mkdocs_build, norm,
                      parse_html, resolve, section_links, section_text, sections, target_exists)
 
 CONFIG = __import__("yaml").safe_load((REPO / "mkdocs.yml").read_text())
@@ -678,20 +678,13 @@ def test_every_page_section_has_its_partial_and_every_partial_a_section():
     assert partials == {sec.anchor for sec in S.ENTRY_SECTIONS}
 
 
-def _contributing_block(marker: str) -> str:
-    text = (REPO / "CONTRIBUTING.md").read_text(encoding="utf-8")
-    at = text.index(f"<!-- replayed by tests/test_site.py: {marker} -->")
-    start = text.index("\n", text.index("```", at)) + 1
-    return text[start:text.index("\n```", start)]
-
-
 def test_contributings_worked_example_of_a_page_section_builds_as_written(tmp_path, monkeypatch, entries):
     # the registry line and the partial, exactly as CONTRIBUTING.md shows them
-    line = _contributing_block("a new page section (the registry line)")
+    line = contributing_block("tests/test_site.py", "a new page section (the registry line)")
     section = eval(line.strip().rstrip(","), {"Section": S.Section})
     templates = tmp_path / "site_template"
     shutil.copytree(REPO / "site_template", templates)
-    partial = _contributing_block("a new page section (site_template/pages/sections/systems.md.j2)")
+    partial = contributing_block("tests/test_site.py", "a new page section (site_template/pages/sections/systems.md.j2)")
     (templates / "pages" / "sections" / f"{section.anchor}.md.j2").write_text(partial + "\n", encoding="utf-8")
     # after "Related", as a contributor would place it
     at = [s.anchor for s in S.ENTRY_SECTIONS].index("related") + 1

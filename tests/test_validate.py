@@ -422,9 +422,8 @@ def test_a_passed_validation_is_remembered_only_for_the_same_files(tmp_path):
 def test_the_contributing_walkthrough_adds_an_entry(checkout):
     # CONTRIBUTING's "a new entry" block, command by command, in a checkout without the
     # entry; the comment line is the author's writing, done by copying the finished file
-    text = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
-    block = text.split("<!-- replayed by tests/test_validate.py: a new entry -->", 1)[1]
-    block = block.split("```sh\n", 1)[1].split("```", 1)[0]
+    from sitekit import contributing_block
+    block = contributing_block("tests/test_validate.py", "a new entry")
     target = checkout / "entries" / "rendezvous" / MODEL.name
     target.unlink()
     shutil.copytree(ROOT / "generator", checkout / "generator")   # a checkout has its tools

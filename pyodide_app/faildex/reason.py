@@ -631,7 +631,10 @@ def build_report(index: dict, sources: list, baseline: list | None = None, artif
     if anchor is not None and len(alt_out) < MAX_GUESSED:
         alt_out += lookalikes(anchor, _probe_lines(sources, g), entries, {a["id"] for a in alt_out},
                               MAX_GUESSED - len(alt_out), g.facts_for(anchor))
-    unmatched = _unmatched(sources, g, entries, alt_out) if primary is None else None
+    unmatched = None
+    if primary is None:
+        unmatched, guesses = _unmatched(sources, g, entries, {a["id"] for a in alt_out})
+        alt_out += guesses
 
     report = {
         "faildex_report": REPORT_FORMAT,
@@ -755,9 +758,9 @@ def _timeline(g: Gathered, primary, alternatives: list, collateral: list) -> lis
     return timeline[:MAX_TIMELINE]
 
 
-def _unmatched(sources: list, g: Gathered, entries: dict, alt_out: list) -> dict | None:
+def _unmatched(sources: list, g: Gathered, entries: dict, known: set) -> tuple[dict | None, list[dict]]:
     """No primary: when the logs show signs of a failure, their first error and last
-    exception, and the entries whose messages resemble them (added to alt_out as guesses)."""
+    exception, and as guesses the entries not in known whose messages resemble them."""
     first_error = min((s.first_error for s in sources if s.first_error), key=_TIME, default=None)
     last_exc = max((s.last_exception for s in sources if s.last_exception), key=_TIME, default=None)
     # Signs of a failure: an exception, a line that is not mere context, or a log
@@ -766,23 +769,18 @@ def _unmatched(sources: list, g: Gathered, entries: dict, alt_out: list) -> dict
     ends_in_error = any(s.last_error_line and s.lines - s.last_error_line < ENDS_IN_ERROR_LINES
                         for s in sources)
     if not (last_exc or abnormal or ends_in_error):
-        return None
+        return None, []
     near = nearest(_probe_lines(sources, g), entries)
     unmatched = {"first_error": _public(first_error) if first_error else None,
                  "last_exception": _public(last_exc) if last_exc else None,
                  "error_lines": sum(s.error_lines for s in sources),
                  "nearest": [{"id": eid, "title": entries[eid]["title"], "url": entries[eid]["url"],
                               "similarity": round(sim, 3)} for sim, eid in near]}
-    known = {a["id"] for a in alt_out}
-    for sim, eid in near:
-        if sim < NEAREST_MIN_SIMILARITY or eid in known:
-            continue
-        e = entries[eid]
-        confidence = scaled_similarity(sim, NEAREST_MAX)
-        alt_out.append(_guess(e, eid, confidence, f"No signature matched; the log's error lines "
-                                                  f"resemble this entry's messages (text similarity "
-                                                  f"{sim:.2f})"))
-    return unmatched
+    guesses = [_guess(entries[eid], eid, scaled_similarity(sim, NEAREST_MAX),
+                      f"No signature matched; the log's error lines resemble this entry's messages "
+                      f"(text similarity {sim:.2f})")
+               for sim, eid in near if sim >= NEAREST_MIN_SIMILARITY and eid not in known]
+    return unmatched, guesses
 
 
 def job_verdict(index: dict, sources: list, g: Gathered) -> dict:
