@@ -17,6 +17,9 @@ SNAKE = r"^[a-z][a-z0-9_]*$"
 VERSION = r"^[0-9]+(?:\.[0-9]+){0,3}$"
 # "<fact> <op> [<number> *] <fact>", for discriminators that compare two facts
 COMPARE = r"^[a-z][a-z0-9_]* (?:<|<=|>|>=) (?:[0-9]+(?:\.[0-9]+)? \* )?[a-z][a-z0-9_]*$"
+DATE = r"^[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])$"
+# "<software> <release>": PyTorch 2.13, NCCL 2.28, NVIDIA driver 580, Slurm 25.05, Gloo @70dc360
+RELEASE = r"^[A-Za-z][\w.+/-]*(?: [A-Za-z][\w.+/-]*)* (?:v?[0-9]+(?:\.[0-9]+){0,3}(?:\.x)?|@[0-9a-f]{7,40})$"
 
 # The categories of the encyclopedia: folder name -> (title, what belongs there).
 CATEGORIES: dict[str, tuple[str, str]] = {
@@ -214,6 +217,16 @@ QUESTION = Obj((
       "release notes).", required=True),
 ))
 
+CHECKED = Obj((
+    F("on", Str(pattern=DATE), "The day of the check, quoted: '2026-12-06'.", required=True),
+    F("against", List(Str(pattern=RELEASE), min_items=1, unique=True),
+      "The releases every claim, command and first fix was checked against, as `<software> "
+      "<release>` (`PyTorch 2.13`, `NCCL 2.28`, `Gloo @70dc360` for a commit), in upstream source or docs at that release.",
+      required=True),
+    F("corrected", Str(multiline=True),
+      "What the check found wrong and changed, in a sentence; leave it out when it found nothing."),
+))
+
 SYMPTOM = Obj((
     F("see", Str(), "What the user sees.", required=True),
     F("why", Str(), "Why this failure produces it.", required=True),
@@ -257,6 +270,9 @@ ENTRY = Obj((
       "Questions people really ask about this failure upstream, each answered with a fact "
       "and its reference. Leave it out when there is no such question."),
     F("references", List(REFERENCE, min_items=1), "Upstream sources for the facts.", required=True),
+    F("checked", CHECKED,
+      "When the whole entry was last checked against current upstream releases, and which: "
+      "the page shows it. Write it only after checking every claim, command and first fix."),
     F("examples", List(EXAMPLE, min_items=2), "Real log excerpts; each is a test.", required=True),
 ))
 

@@ -200,6 +200,16 @@ class EntryView:
         self.not_this_views: list[EntryView] = []
 
     @property
+    def checked(self) -> str:
+        """'PyTorch 2.13 and NCCL 2.28, 2026-12-06', or '' when the entry was never re-checked."""
+        c = self.d.get("checked")
+        if not c:
+            return ""
+        names = list(c["against"])
+        joined = ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]
+        return f"{joined}, {c['on']}"
+
+    @property
     def edit_url(self) -> str:
         return f"{REPO_URL}/edit/{BRANCH}/{self.source}"
 

@@ -11,6 +11,7 @@ for every code that is not RESERVED.
 """
 from __future__ import annotations
 
+import datetime
 import re
 from functools import cached_property
 from pathlib import Path
@@ -67,6 +68,7 @@ CODES: dict[str, str] = {
     "FDX040": "catalogue template not matched by its entry's signatures",
     "FDX041": "catalogue file invalid or names an unknown entry",
     "FDX042": "entry states a registered fact (facts.yaml) differently, or facts.yaml is invalid",
+    "FDX043": "checked on a day that has not come yet",
 }
 # codes that no check reports (yet): said here so that nobody reuses them
 RESERVED: dict[str, str] = {
@@ -141,6 +143,8 @@ class Context:
 # ---------------------------------------------------------------- structure
 
 def _type_name(value) -> str:
+    if isinstance(value, datetime.date):
+        return "a date"
     return {dict: "a mapping", list: "a list", str: "text", bool: "true/false",
             int: "a number", float: "a number", type(None): "empty"}.get(type(value), type(value).__name__)
 
@@ -189,7 +193,7 @@ def _walk(entry: Entry, spec, value, path: tuple) -> Iterator[Problem]:
     elif isinstance(spec, (S.Str, S.EntryRef)):
         if not isinstance(value, str):
             yield entry.problem(path, "FDX004", f"{where} must be text, found {_type_name(value)}"
-                                + (" (quote it)" if isinstance(value, (int, float, bool)) else ""))
+                                + (" (quote it)" if isinstance(value, (int, float, bool, datetime.date)) else ""))
             return
         if not value.strip():
             yield entry.problem(path, "FDX003", f"{where} is empty")
@@ -465,6 +469,19 @@ def check_version_ranges(entry: Entry, ctx: Context) -> Iterator[Problem]:
                                     f"introduced {lo} is not before fixed {hi}: the range is empty")
 
 
+def check_checked_date(entry: Entry, ctx: Context) -> Iterator[Problem]:
+    """A record of a check that has not happened yet is a typo, or a promise."""
+    day = (entry.data.get("checked") or {}).get("on") if isinstance(entry.data.get("checked"), dict) else None
+    if isinstance(day, str) and re.match(S.DATE, day):
+        try:
+            when = datetime.date.fromisoformat(day)
+        except ValueError:
+            yield entry.problem(("checked", "on"), "FDX006", f"checked.on: {day!r} is not a day of the calendar")
+            return
+        if when > datetime.date.today():
+            yield entry.problem(("checked", "on"), "FDX043", f"checked.on is {day}, after today")
+
+
 def check_system_names(entry: Entry, ctx: Context) -> Iterator[Problem]:
     """A flow list splits at every comma: [IOMMU (VT-d, AMD-Vi)] is two broken names."""
     systems = entry.data.get("systems")
@@ -598,6 +615,7 @@ CHECKS: list[Check] = [
     check_examples_match,
     check_discriminator_facts,
     check_version_ranges,
+    check_checked_date,
     check_answers_add_something,
     check_system_names,
     check_references_unique,

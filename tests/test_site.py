@@ -301,6 +301,24 @@ def test_category_and_system_pages_list_their_entries(built):
             {f"categories/{v.category}/"} | {f"systems/{G.slug(s)}/" for s in v.d["systems"]}
 
 
+def test_entry_pages_say_what_they_were_checked_against(built):
+    """An entry with a `checked` record says on its page which releases and when; one
+    without says nothing of the kind (the fixture site holds one of each)."""
+    said = 0
+    for v in built.build.entries:
+        meta = article(built.doc(built.entry_url(v.id))).find("div", cls="fdx-meta")
+        shown = meta.find("span", cls="fdx-checked")
+        c = v.d.get("checked")
+        if not c:
+            assert shown is None and "Checked against" not in meta.text(), v.id
+            continue
+        said += 1
+        text = shown.text()
+        assert c["on"] in text and all(r in text for r in c["against"]), (v.id, text)
+    if built.name == "fixtures":
+        assert said == 1
+
+
 def test_nav_lists_sections_not_entries(built):
     nav = built.doc("").find("nav", cls="md-nav--primary")
     hrefs = {resolve("", a.attrs["href"]) for a in nav.find_all("a") if a.attrs.get("href")}
