@@ -75,11 +75,11 @@ signatures:
   - id: synth-error
     regex: '{token}: (?P<what>[a-z ]{{1,60}}) after (?P<wait_s>\\d+) s'
     strength: defining
-    source: bench/site.py (synthetic)
+    source: "reproduced: bench/site.py synthetic fault {n}"
   - id: synth-waiting
     regex: 'synth-{n:05d}: waiting for \\w+'
     strength: supporting
-    source: bench/site.py (synthetic)
+    source: "reproduced: bench/site.py synthetic fault {n}"
 affects:
   - software: pytorch
     introduced: "2.{n % 5}"

@@ -454,3 +454,13 @@ def test_the_contributing_walkthrough_adds_an_entry(checkout):
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Traceback" not in diagnosed.stderr
     assert diagnosed.returncode != 2 and MODEL.stem in diagnosed.stdout.split("\n\n")[0], diagnosed.stdout
+
+
+def test_the_site_benchmarks_synthetic_entries_validate(tmp_path):
+    """bench/site.py builds the site from synthetic entries; a validator rule they break
+    (FDX039 did, unnoticed) makes the benchmark measure nothing but a refused build."""
+    sys.path.insert(0, str(ROOT))
+    from bench.site import make_checkout
+    root = make_checkout(tmp_path / "checkout", 12)
+    _, probs = validate(root)
+    assert probs == [], [str(p) for p in probs[:5]]
