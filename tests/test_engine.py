@@ -1003,3 +1003,19 @@ def test_text_and_markdown_render_one_view_and_redaction_is_the_same_every_run(i
     outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
                            env=dict(os.environ, PYTHONHASHSEED=str(seed))).stdout for seed in (1, 2, 3)}
     assert len(outs) == 1 and "<host-1>" in outs.pop()
+
+
+def test_a_deepspeed_op_build_cut_before_deepspeeds_own_line_is_still_deepspeeds(index):
+    """torch's "Ninja is required to load C++ extensions" is cpp-extension-build-failed's line;
+    raised through DeepSpeed's op builder it is DeepSpeed's op build, and a paste that ends
+    before DeepSpeed re-raises it ("Unable to JIT load ...") still says so: the builder's
+    frames set the fact that cpp-extension-build-failed's "Who started the build" reads.
+    The real reproduced log of each entry, the DeepSpeed one cut after torch's line."""
+    ds = (ROOT / "entries" / "ddp" / "deepspeed-op-build-failed" / "ninja-missing.log").read_text()
+    cut = ds[:ds.index("RuntimeError: Ninja is required")]
+    cut += ds[len(cut):].split("\n", 1)[0] + "\n"
+    assert "Unable to JIT load" not in cut and "op_builder/builder.py" in cut
+    assert run_text(index, cut)["primary"]["id"] == "deepspeed-op-build-failed"
+    own = (ROOT / "entries" / "environment" / "cpp-extension-build-failed" / "ninja-missing.log").read_text()
+    assert "op_builder" not in own
+    assert run_text(index, own)["primary"]["id"] == "cpp-extension-build-failed"
