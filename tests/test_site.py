@@ -306,11 +306,11 @@ def test_entry_pages_say_what_they_were_checked_against(built):
     without says nothing of the kind (the fixture site holds one of each)."""
     said = 0
     for v in built.build.entries:
-        meta = article(built.doc(built.entry_url(v.id))).find("div", cls="fdx-meta")
-        shown = meta.find("span", cls="fdx-checked")
+        page = article(built.doc(built.entry_url(v.id)))
+        shown = page.find("span", cls="fdx-checked")
         c = v.d.get("checked")
         if not c:
-            assert shown is None and "Checked against" not in meta.text(), v.id
+            assert shown is None and "Checked against" not in page.text(), v.id
             continue
         said += 1
         text = shown.text()

@@ -146,11 +146,11 @@ REL = "entries/rendezvous/torchrun-rendezvous-timeout.yaml"
     ("related: [rendezvous-closed", "related: [torchrun-rendezvous-timeout, rendezvous-closed", "FDX028",
      "related: [torchrun-rendezvous-timeout"),
     # FDX043: a check recorded on a day that has not come; FDX006: a release without a number
-    ("references:\n", "checked:\n  on: '2999-01-01'\n  against: [PyTorch 2.13]\nreferences:\n", "FDX043",
+    ("  on: '2026-12-06'\n  against: [PyTorch 2.13]\n", "  on: '2999-01-01'\n  against: [PyTorch 2.13]\n", "FDX043",
      "  on: '2999"),
-    ("references:\n", "checked:\n  on: '2026-11-30'\n  against: [PyTorch latest]\nreferences:\n", "FDX006",
+    ("  on: '2026-12-06'\n  against: [PyTorch 2.13]\n", "  on: '2026-11-30'\n  against: [PyTorch latest]\n", "FDX006",
      "  against: [PyTorch latest]"),
-    ("references:\n", "checked:\n  on: 2026-11-30\n  against: [PyTorch 2.13]\nreferences:\n", "FDX004",
+    ("  on: '2026-12-06'\n  against: [PyTorch 2.13]\n", "  on: 2026-11-30\n  against: [PyTorch 2.13]\n", "FDX004",
      "  on: 2026-11-30"),
     # FDX032: a version range that ends before it starts
     ("affects: []", "affects:\n  - software: pytorch\n    introduced: '2.5.0'\n    fixed: '2.4.0'", "FDX032",

@@ -19,6 +19,8 @@
   var MAX_LINES = 400;      // a pasted log: its last lines hold the error
   var MAX_WORDS = 300;
   var SPECIFIC_DF = 5;      // a word in at most this many entries makes a phrase specific
+  var SEEN = 1.5;           // a word of what an entry is seen with / its catalogue messages...
+  var SEEN_SIZE = 200;      // ...at full weight up to this many distinct words, then less
 
   var UNITS = { bytes: 1, b: 1, kib: 1024, mib: 1048576, gib: 1073741824, tib: 1099511627776,
                 kb: 1e3, mb: 1e6, gb: 1e9, tb: 1e12 };
@@ -113,6 +115,9 @@
     // what the entry says it is seen with, and the catalogue's messages mapped to it: a
     // family entry maps dozens, so their words count less than the signatures' own
     var seen = words((e.seen || "") + " \n " + (e.messages || ""));
+    // ... and the longer that text, the less one of its words says: a family entry's
+    // thousand words hold "node", "attribute" and "found" by chance (BM25's length norm)
+    var seenSet = setOf(seen), seenSize = Object.keys(seenSet).length;
     var sigs = e.signatures.map(function (s) {
       var rx = null;
       if (s.re) {
@@ -122,7 +127,8 @@
     });
     return {
       data: e, sigs: sigs,
-      name: setOf(name), sig: setOf(own), seen: setOf(seen), prose: setOf(words(e.prose)),
+      name: setOf(name), sig: setOf(own), seen: seenSet, prose: setOf(words(e.prose)),
+      seenWeight: SEEN * Math.min(1, Math.sqrt(SEEN_SIZE / Math.max(1, seenSize))),
       pairs: pairs(own.concat(["\n"], seen, ["\n"], name)),
     };
   }
@@ -224,7 +230,7 @@
       });
       unique.forEach(function (w) {
         var f = idf(w);
-        wordScore += f * (p.name[w] ? 3 : p.sig[w] ? 2 : p.seen[w] ? 1.5 : p.prose[w] ? 0.5 : 0);
+        wordScore += f * (p.name[w] ? 3 : p.sig[w] ? 2 : p.seen[w] ? p.seenWeight : p.prose[w] ? 0.5 : 0);
       });
       qpairs.forEach(function (pr) {
         if (p.pairs[pr]) wordScore += idf(pr.split(" ")[0]) + idf(pr.split(" ")[1]);
