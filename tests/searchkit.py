@@ -6,9 +6,11 @@ From the entries, never written to fit the search:
 - prefixed: the same line behind what launchers and loggers put in front of it;
 - half: the same line cut at its middle word boundary, keeping the half that holds
   more of the message: the text the signature spells out (its literal runs), not the
-  values it captures (a pod name, a path), which no reader would search for. A line
-  under CUT_FROM characters is not cut: no terminal or log viewer cuts a line that
-  short, and its half is a word or two that many messages share ("Unsupported").
+  values it captures (a pod name, a path), which no reader would search for, nor what
+  the line starts with before its message (a program and level, "srun: error: ", or an
+  exception's type). A line whose message is under CUT_FROM characters is not cut: no
+  terminal or log viewer cuts a line that short, and its half is a word or two that
+  many messages share ("Unsupported").
 Plus SHORT: what people type, with the entries that answer it.
 """
 from __future__ import annotations
@@ -19,7 +21,7 @@ from generator.regexes import literal_runs
 from generator.text import log_lines
 from generator.validate import example_text
 
-CUT_FROM = 40   # characters: a shorter line is a query whole only
+CUT_FROM = 40   # characters of message (after _LEAD): a shorter line is a query whole only
 PREFIXES = ["[rank3]:", "2026-12-02 17:16:50,123 ERROR ", "[default0]:[rank0]: ",
             "torch.distributed.elastic.multiprocessing.api: "]
 
@@ -97,6 +99,9 @@ def signature_lines(entry) -> list[tuple[str, str, str]]:
     return out
 
 
+_LEAD = re.compile(r"(?:[\w.-]{1,40}: )?(?:(?:error|fatal|ERROR|FATAL): |[A-Za-z_.]*(?:Error|Exception|Warning): )")
+
+
 def half(line: str, pattern: str) -> str:
     """The line cut at its middle word boundary; the half holding more of the message.
 
@@ -120,6 +125,11 @@ def half(line: str, pattern: str) -> str:
         for hit in re.finditer(re.escape(run), line[start:end]):
             for i in range(start + hit.start(), start + hit.end()):
                 spelled[i] = True
+    # what a line starts with before its message is no message either: the program and level
+    # ("slurmstepd: error: ") or the exception's type ("NotImplementedError: ")
+    lead = _LEAD.match(line)
+    for i in range(lead.end() if lead else 0):
+        spelled[i] = False
     in_first, in_second = sum(spelled[:cut]), sum(spelled[cut:])
     if in_first == in_second:
         in_first = max(0, min(end, cut) - start)
@@ -141,7 +151,8 @@ def queries(entries) -> list[tuple[str, str, tuple[str, ...]]]:
         for sig_id, line, pattern in signature_lines(e):
             out.append(("line", line, (e.id,)))
             out.append(("prefixed", PREFIXES[n % len(PREFIXES)] + line, (e.id,)))
-            if len(line) >= CUT_FROM:
+            lead = _LEAD.match(line)
+            if len(line) - (lead.end() if lead else 0) >= CUT_FROM:   # the message, without its lead
                 part = half(line, pattern)
                 lost = not any(rx.search(part) for eid, rx in matchers if eid == e.id)
                 also = sorted({eid for eid, rx in matchers if lost and eid != e.id and rx.search(part)})
