@@ -471,8 +471,9 @@ def check_version_ranges(entry: Entry, ctx: Context) -> Iterator[Problem]:
 
 def check_checked_date(entry: Entry, ctx: Context) -> Iterator[Problem]:
     """A record of a check that has not happened yet is a typo, or a promise."""
-    day = (entry.data.get("checked") or {}).get("on") if isinstance(entry.data.get("checked"), dict) else None
-    if isinstance(day, str) and re.match(S.DATE, day):
+    checked = entry.data.get("checked")
+    day = checked.get("on") if isinstance(checked, dict) else None
+    if isinstance(day, str) and re.match(S.DATE, day):   # else _walk reports its form
         try:
             when = datetime.date.fromisoformat(day)
         except ValueError:

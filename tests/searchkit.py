@@ -102,6 +102,12 @@ def signature_lines(entry) -> list[tuple[str, str, str]]:
 _LEAD = re.compile(r"(?:[\w.-]{1,40}: )?(?:(?:error|fatal|ERROR|FATAL): |[A-Za-z_.]*(?:Error|Exception|Warning): )")
 
 
+def message_start(line: str) -> int:
+    """Where a line's message starts, after its program and level or its exception's type."""
+    lead = _LEAD.match(line)
+    return lead.end() if lead else 0
+
+
 def half(line: str, pattern: str) -> str:
     """The line cut at its middle word boundary; the half holding more of the message.
 
@@ -127,8 +133,7 @@ def half(line: str, pattern: str) -> str:
                 spelled[i] = True
     # what a line starts with before its message is no message either: the program and level
     # ("slurmstepd: error: ") or the exception's type ("NotImplementedError: ")
-    lead = _LEAD.match(line)
-    for i in range(lead.end() if lead else 0):
+    for i in range(message_start(line)):
         spelled[i] = False
     in_first, in_second = sum(spelled[:cut]), sum(spelled[cut:])
     if in_first == in_second:
@@ -151,8 +156,7 @@ def queries(entries) -> list[tuple[str, str, tuple[str, ...]]]:
         for sig_id, line, pattern in signature_lines(e):
             out.append(("line", line, (e.id,)))
             out.append(("prefixed", PREFIXES[n % len(PREFIXES)] + line, (e.id,)))
-            lead = _LEAD.match(line)
-            if len(line) - (lead.end() if lead else 0) >= CUT_FROM:   # the message, without its lead
+            if len(line) - message_start(line) >= CUT_FROM:
                 part = half(line, pattern)
                 lost = not any(rx.search(part) for eid, rx in matchers if eid == e.id)
                 also = sorted({eid for eid, rx in matchers if lost and eid != e.id and rx.search(part)})
