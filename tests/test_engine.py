@@ -923,6 +923,133 @@ def test_the_re2_alternation_finds_every_line_holding_an_anchor():
     assert found == sorted(lines[:len(anchors)] + [b"CUDA errors", b"CUDA error: out of memory"])
 
 
+# ---------------------------------------------------------------- dense anchors (scan.DENSE_NOTE)
+
+def _example_lines(entries) -> dict[str, list[str]]:
+    """Each entry's example lines, by entry id."""
+    from generator.validate import example_text
+    return {e.id: [ln for ex in e.data["examples"] for ln in (example_text(e, ex) or "").splitlines()]
+            for e in entries}
+
+
+def test_the_re2_superset_of_a_signature_keeps_every_match():
+    """A demoted anchor's signatures run as one RE2 search over a whole buffer: lookarounds
+    dropped, backreferences, atomic groups and possessive quantifiers loosened, names and
+    `^` dropped, counts past RE2's limit unbounded; what is left matches more, never less."""
+    pytest.importorskip("re2", reason="google-re2 (faildex[fast]) is not installed")
+    from faildex.scan import _re2_superset
+
+    assert _re2_superset(r"^foo(?!bar)x{1,3000}(?P<n>a)(?P=n)[^\]a^](?<=q)z\Z") == r"foox{1,}(?:a).*[^\]a^]z$"
+    assert _re2_superset(r"(?:^|[Ee]rror: )(?P<lib>[^\s:]{1,300}\.so)") == r"(?:|[Ee]rror: )(?:[^\s:]{1,300}\.so)"
+    assert _re2_superset(r"a*+(?>b|c)\(\^\)") == r"a*(?:b|c)\(\^\)"
+    assert _re2_superset(r"(?:, \d{1,6}){0,200}", loose=True) == r"(?:, \d{1,}){0,}"
+
+
+def test_every_signatures_re2_superset_matches_its_examples_inside_a_block(entries, index):
+    """Over every line of every entry's examples that a signature matches (on the line, or on
+    its message after the prefix where the signature starts with `^`), the signature's RE2
+    superset, compiled as the scan does (one `(?m)` alternation, Latin-1), finds a match on
+    that line when the line sits between two others in a block; and RE2 runs all but a few
+    signatures (the rest keep their anchors out of demotion: Plan.demotable)."""
+    pytest.importorskip("re2", reason="google-re2 (faildex[fast]) is not installed")
+    from faildex import scan
+
+    plan = scan.Plan(index)
+    lines = _example_lines(entries)
+    checked = refused = 0
+    for n, sig in enumerate(index["signatures"]):
+        sup = scan._re2_signature(plan._re2, sig["regex"])
+        if sup is None:
+            refused += 1
+            continue
+        rx = scan._re2_compile(plan._re2, ("(?m)(?:" + sup + ")").encode())
+        py = re.compile(sig["regex"])
+        for ln in lines.get(sig["entry"], []):
+            rest = parse_prefix(ln)[1]
+            if not (py.search(ln) or py.search(rest)) or not ln.isascii():
+                continue
+            block = b"INFO before\n" + ln.encode() + b"\nINFO after\n"
+            m = rx.search(block, 0, len(block))
+            assert m is not None and m.start() <= 12 + len(ln), (sig["id"], ln)
+            checked += 1
+    assert checked > 1300 and refused < 0.01 * len(index["signatures"]), (checked, refused)   # 1,421 and 0 today
+
+
+def _force_dense(monkeypatch, scan, on: bool) -> None:
+    """Demote, on every buffer, every anchor of the first sampled lines (on), or never."""
+    if on:
+        for k, v in dict(DENSE_MIN_BYTES=0, DENSE_PROBE=1 << 40, DENSE_MIN_LINES=1, DENSE_SHARE=10 ** 9,
+                         DENSE_OF=10 ** 9).items():
+            monkeypatch.setattr(scan, k, v)
+    else:
+        monkeypatch.setattr(scan, "DENSE_MIN_BYTES", 1 << 60)
+
+
+def test_demoted_anchors_give_the_reports_of_the_plain_scan(entries, index, monkeypatch, tmp_path):
+    """With every anchor of a buffer's first candidate lines demoted (found by the RE2 searches
+    of DenseChecks instead of the prefilter), every log of both corpora, the healthy corpus,
+    every profile line type, the multi-rank dev runs, and benign lines around every 8th anchor
+    with a real example line of that anchor's own signature planted among them (where an
+    example holds the anchor), get the report of the plain scan."""
+    pytest.importorskip("re2", reason="google-re2 (faildex[fast]) is not installed")
+    from bench.profiles import generate_line_type, line_types
+    from faildex import scan
+
+    logs = sorted((ROOT / "tests" / "corpus").glob("*/*.log")) + HEALTHY
+    logs += sorted((ROOT / "tests" / "corpus" / "ranks" / "dev").glob("*/*.log"))
+    for n, lt in enumerate(line_types()):
+        generate_line_type(tmp_path / f"{n:02d}.log", lt, 60_000, seed=3)
+        logs.append(tmp_path / f"{n:02d}.log")
+    lines = _example_lines(entries)
+    planted = 0
+    for n, anchor in enumerate(index["anchors"][::8]):
+        own = next((ln for sig in index["signatures"] if anchor in sig["anchors"]
+                    for ln in lines.get(sig["entry"], []) if anchor in ln and re.search(sig["regex"], ln)), None)
+        if own is None:
+            continue
+        p = tmp_path / f"anchor{n:03d}.log"
+        p.write_bytes(_benign_anchor_lines(anchor, 300, n) + own.encode() + b"\n" + _benign_anchor_lines(anchor, 300, -n))
+        logs.append(p)
+        planted += 1
+    used = []
+    original = scan.Source._dense
+    monkeypatch.setattr(scan.Source, "_dense", lambda self, *a: used.append(original(self, *a)) or used[-1])
+    got = {}
+    for on in (True, False):
+        _force_dense(monkeypatch, scan, on)
+        got[on] = [diagnose([str(p)], index) for p in logs]
+    assert planted > 60 and len(logs) > 500
+    assert sum(u is not None for u in used) > 150     # buffers scanned with demoted anchors: 227 today
+    for path, a, b in zip(logs, got[True], got[False]):
+        for r in (a, b):
+            r["inputs"][0].pop("candidates")          # demoted lines are counted, not listed
+        assert a == b, path.name
+
+
+def test_a_dense_benign_line_type_is_not_read_line_by_line(index, monkeypatch):
+    """3 MB of one benign line type holding an anchor, from 64 ranks, with the failure at the end:
+    the anchor is demoted (default thresholds), almost no line is read in full, and the report is
+    the plain scan's: the failure, all 64 ranks, the candidates counted."""
+    pytest.importorskip("re2", reason="google-re2 (faildex[fast]) is not installed")
+    from faildex import scan
+
+    plan = scan.Plan(index)
+    words = plan.reader_words({}) | plan.literal_words
+    anchor = next(a for a in index["anchors"] if not any(w in f"INFO step 1 note {a}".encode() for w in words))
+    data = b"".join(_benign_anchor_lines(anchor, 1000, i) for i in range(25)) + TIMEOUT_LINE.encode()
+    assert len(data) > 2 * scan.DENSE_MIN_BYTES
+    read = []
+    original = scan.Source._candidate
+    monkeypatch.setattr(scan.Source, "_candidate", lambda self, *a: read.append(1) or original(self, *a))
+    dense = run_text(index, data, chunk=1 << 20)
+    assert len(read) < 50, len(read)
+    _force_dense(monkeypatch, scan, False)
+    plain = run_text(index, data, chunk=1 << 20)
+    assert dense == plain
+    assert dense["primary"]["id"] == "torchrun-rendezvous-timeout"
+    assert dense["facts"]["ranks"] == list(range(64)) and dense["inputs"][0]["candidates"] == 25_001
+
+
 def test_the_browsers_automaton_marks_the_lines_the_cli_marks(index, monkeypatch, tmp_path):
     """The diagnoser's worker finds the anchors with pyodide_app/web/anchors.mjs (an
     Aho-Corasick automaton run by a WebAssembly loop, here under node): over every log of both corpora, the

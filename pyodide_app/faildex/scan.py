@@ -129,6 +129,10 @@ class Plan:
         self.head_words_in = _Which(self.head_words)
         self._re2 = re2
         self._word_passes: dict[frozenset, list] = {}   # a memo, filled as inputs need it
+        # dense anchors (DENSE_NOTE): each signature's RE2 superset, or None where RE2
+        # cannot run it; the checks of each set of demoted anchors
+        self.superset: dict[int, str | None] = {}
+        self._dense_checks: dict[tuple, DenseChecks] = {}
         # A candidate line holds an anchor; most such lines in a healthy job match nothing.
         # One that holds no word of a reader (the job model, the hang lines, the error and
         # traceback checks: reader_words) and no signature's literal can change nothing but
@@ -171,6 +175,32 @@ class Plan:
                 self._word_passes.clear()
             self._word_passes[words] = passes
         return passes
+
+    def demotable(self, anchor: bytes, reader: frozenset) -> bool:
+        """Whether the lines holding anchor can be found by DenseChecks: RE2 runs a superset
+        of each of its signatures, and no reader's word is part of it (then each such line
+        is read anyway)."""
+        if any(r in anchor for r in reader):
+            return False
+        for n, sig, _rx, _literal in self.sigs_by_anchor[anchor]:
+            if n not in self.superset:
+                self.superset[n] = _re2_signature(self._re2, sig["regex"])
+            if self.superset[n] is None:
+                return False
+        return True
+
+    def dense_checks(self, dense: frozenset, reader: frozenset) -> "DenseChecks | None":
+        """The checks for a set of demoted anchors; None when RE2 cannot compile them
+        (its memory bound), and the buffer is scanned as it is."""
+        key = (dense, reader)
+        if key not in self._dense_checks:
+            if len(self._dense_checks) >= 16:
+                self._dense_checks.clear()
+            try:
+                self._dense_checks[key] = DenseChecks(self, dense, reader)
+            except Exception:    # re2.error
+                self._dense_checks[key] = None
+        return self._dense_checks[key]
 
     def reader_words(self, facts: dict) -> frozenset:
         """The words that make a candidate line matter to a reader other than the signatures,
@@ -376,7 +406,12 @@ class Source:
         spans: dict[int, int] = {}   # candidate segment start -> end
         if cr is None:
             cr = b"\r" in buf
-        _collect_spans(plan.passes, buf, end, cr, spans)
+        dense = self._dense(buf, end, cr)
+        if dense is None:
+            _collect_spans(plan.passes, buf, end, cr, spans)
+        else:
+            _collect_spans(dense.rest, buf, end, cr, spans)
+            self._dense_lines(dense, buf, end, spans)
         if spans:
             starts = sorted(spans)
             self.candidates += len(starts)
@@ -384,7 +419,8 @@ class Source:
                              else (None, None))
             job = self.job
             counted_to, line_no = 0, self.lines
-            skipped = None       # the last line skipped since the last one read
+            skipped = None       # (start, stop) of the last line skipped since the last one read
+            handled = 0          # where the last candidate line handled ends
             for start in starts:
                 if read is not None and start not in read and not job.open_tb and job.block is None \
                         and (start not in literal or not self._matches(buf[start:spans[start]])):
@@ -394,17 +430,23 @@ class Source:
                         self._origin(buf[start:spans[start]])
                         skipped = None
                     else:
-                        skipped = start
+                        skipped = (start, spans[start])
+                    handled = spans[start]
                     continue
+                if dense is not None:
+                    skipped = dense.last_line(buf, handled, start, skipped)
                 if skipped is not None:
-                    self._origin(buf[skipped:spans[skipped]])   # the time a finding may inherit
+                    self._origin(buf[skipped[0]:skipped[1]])   # the time a finding may inherit
                     skipped = None
                 line_no += buf.count(b"\n", counted_to, start)
                 counted_to = start
                 present = plan.anchors_in(buf[start:spans[start]])
                 self._candidate(buf, start, spans[start], line_no + 1, present)
+                handled = spans[start]
+            if dense is not None:
+                skipped = dense.last_line(buf, handled, end, skipped)
             if skipped is not None:
-                self._origin(buf[skipped:spans[skipped]])
+                self._origin(buf[skipped[0]:skipped[1]])
             self.lines = line_no + buf.count(b"\n", counted_to, end)
         else:
             self.lines += buf.count(b"\n", 0, end)
@@ -418,6 +460,60 @@ class Source:
         tail = _complete_lines(region, final)
         self.recent = ((self.recent if lo == 0 else []) + tail)[-CONTEXT_LINES:]
         self.ended_cr = buf[end - 1:end] == b"\r"
+
+    def _dense(self, buf: bytes, end: int, cr: bool) -> "DenseChecks | None":
+        """The checks for this buffer's demoted anchors, when it has some (DENSE_NOTE):
+        with RE2, a buffer of ASCII lines split by \\n alone (a signature's `$` is then the
+        end of a line in a block) and no traceback or launcher report open, whose start
+        is mostly candidate lines that no reader wants; the anchors on at least half of
+        those lines are demoted."""
+        plan = self.plan
+        if plan.prefilter != "re2" or not plan.bulk or cr or end < DENSE_MIN_BYTES \
+                or self.job.open_tb or self.job.block is not None:
+            return None
+        probe_end = buf.rfind(b"\n", 0, min(end, DENSE_PROBE)) + 1
+        spans: dict[int, int] = {}
+        _collect_spans(plan.passes, buf, probe_end, False, spans)
+        if len(spans) < DENSE_MIN_LINES or len(spans) * DENSE_SHARE < buf.count(b"\n", 0, probe_end) \
+                or not buf.isascii():
+            return None
+        reader = plan.reader_words(self.facts)
+        counts: dict[bytes, int] = {}
+        sampled = 0
+        for start in sorted(spans)[:DENSE_SAMPLE]:
+            seg = buf[start:spans[start]]
+            if any(w in seg for w in reader):
+                continue
+            sampled += 1
+            for a in plan.anchors_in(seg):
+                counts[a] = counts.get(a, 0) + 1
+        dense = frozenset(a for a, c in counts.items() if DENSE_OF * c >= sampled and plan.demotable(a, reader))
+        return plan.dense_checks(dense, reader) if dense else None
+
+    def _dense_lines(self, checks: "DenseChecks", buf: bytes, end: int, spans: dict[int, int]) -> None:
+        """Add to spans the lines of buf[:end] that hold a demoted anchor and that a
+        signature may match or a reader wants; count the others and read one in
+        ORIGIN_SAMPLE of them for its origin."""
+        for rx in (checks.signatures, checks.readers):
+            pos = 0
+            while rx is not None and (m := rx.search(buf, pos, end)) is not None:
+                # a match may start on the line before (a \s at its start): that line is
+                # listed, and the search goes on from the next one
+                start, stop = _segment(buf, m.start(), False)
+                spans[start] = max(spans.get(start, 0), stop)
+                pos = max(stop, m.start() + 1)
+        self.candidates += sum(buf.count(a, 0, end) for a in checks.words)
+        # their origins, as _scan reads a skipped line's: each line's until ORIGIN_QUIET in
+        # a row name no new host or rank, then about one line in ORIGIN_SAMPLE
+        # (their times come later, in order: DenseChecks.last_line)
+        line = max(1, end // max(1, buf.count(b"\n", 0, end)))    # bytes per line, on average
+        pos, last_ts = 0, self.last_ts
+        while pos < end and (m := checks.dense.search(buf, pos, end)) is not None:
+            start, stop = _segment(buf, m.start(), False)
+            self._quiet += 1
+            self._origin(buf[start:stop])
+            pos = stop + 1 + (0 if self._quiet <= ORIGIN_QUIET else line * (ORIGIN_SAMPLE - 1))
+        self.last_ts = last_ts
 
     def _origin(self, raw: bytes) -> None:
         """What a skipped candidate line still tells: its time, host and rank (the ranks and
@@ -758,15 +854,8 @@ def prefilter_name() -> str:
 
 
 def _re2_alternation(re2, anchors: list[bytes]):
-    """RE2 for "any of anchors", bytes read as Latin-1 (one byte, one character), each
-    byte outside [A-Za-z0-9] written as \\xHH so that no anchor needs RE2's escaping rules."""
-    options = re2.Options()
-    options.encoding = re2.Options.Encoding.LATIN1
-    options.never_capture = True
-    options.max_mem = RE2_MAX_MEM
-    alternatives = [b"".join(bytes([c]) if chr(c).isalnum() and c < 128 else b"\\x%02x" % c for c in a)
-                    for a in anchors]
-    return re2.compile(b"|".join(alternatives), options)
+    """RE2 for "any of anchors", bytes read as Latin-1 (one byte, one character)."""
+    return _re2_compile(re2, _re2_pattern(anchors))
 
 
 _hit_finder = None
@@ -998,3 +1087,175 @@ def merge_ranges(parts: list[Source]) -> Source:
         if part.last_ts is not None:
             head.last_ts = part.last_ts
     return head
+
+
+# ------------------------------------------------------------ dense anchors
+# DENSE_NOTE. A benign line type that holds an anchor (each rank's deprecation warning,
+# Slurm's "queued and waiting") can make most lines of a log candidates, and each costs
+# Python calls: the prefilter's hit, the which-anchor search, the signatures. Where RE2
+# is installed, a buffer whose first DENSE_PROBE bytes are mostly such lines has those
+# anchors *demoted* for the buffer (Source._dense): the prefilter runs without them, and
+# the lines that hold them are found by two RE2 searches over the whole buffer instead
+# of one call per line: lines that any of their signatures may match (each signature
+# rewritten to a superset RE2 can run, _re2_superset), and lines that also hold a
+# reader's word. Every line found is then read exactly as before; the lines left out
+# are those the scan would have skipped. Such lines' origins (time, host, rank) are
+# sampled, one line in ORIGIN_SAMPLE, as the scan does once lines stop naming new ones.
+DENSE_MIN_BYTES = 256 << 10   # a smaller buffer is scanned as it is
+DENSE_PROBE = 64 << 10   # bytes of a buffer's start looked at to decide
+DENSE_MIN_LINES = 64     # candidate lines there, at least, and at least 1 line in DENSE_SHARE
+DENSE_SHARE = 4
+DENSE_SAMPLE = 128       # candidate lines whose anchors are counted
+DENSE_OF = 2             # an anchor on at least 1 in DENSE_OF of them is demoted
+RE2_MAX_REPEAT = 1000    # RE2 refuses a counted repetition above this
+
+
+def _re2_superset(pattern: str, loose: bool = False) -> str:
+    """pattern rewritten for RE2 so that it matches, on a line, wherever pattern does
+    (and possibly elsewhere): lookarounds are dropped (they only ever refuse a match),
+    a backreference becomes `.*`, atomic groups and possessive quantifiers become plain,
+    named groups uncaptured (an alternation of signatures repeats names), a count
+    above RE2_MAX_REPEAT unbounded, `\\Z` is `$` and `\\A` and `^` are dropped (a
+    signature's `^` is the start of its message, after any prefix). With `(?m)` the
+    result runs over many lines at once: without lookarounds, a match within a line
+    is a match in the block. loose: every count unbounded (RE2 also refuses nested
+    counts whose product passes its limit, "(?:, \\d{1,6}){0,200}")."""
+    out: list[str] = []
+    i, n = 0, len(pattern)
+
+    def group_end(j: int) -> int:
+        """The index just past the `)` closing the group that opens at pattern[j]."""
+        depth = 0
+        while j < n:
+            ch = pattern[j]
+            if ch == "\\":
+                j += 2
+                continue
+            if ch == "[":
+                j = class_end(j)
+                continue
+            if ch == "(":
+                depth += 1
+            elif ch == ")":
+                depth -= 1
+                if depth == 0:
+                    return j + 1
+            j += 1
+        raise ValueError("unbalanced parenthesis")
+
+    def class_end(j: int) -> int:
+        """The index just past the `]` closing the class that opens at pattern[j]."""
+        j += 1
+        if j < n and pattern[j] == "^":
+            j += 1
+        if j < n and pattern[j] == "]":
+            j += 1
+        while j < n and pattern[j] != "]":
+            j += 2 if pattern[j] == "\\" else 1
+        return j + 1
+
+    while i < n:
+        ch = pattern[i]
+        if ch == "\\":
+            esc = pattern[i:i + 2]
+            out.append({"\\Z": "$", "\\A": ""}.get(esc, esc))
+            i += 2
+        elif ch == "[":
+            j = class_end(i)
+            out.append(pattern[i:j])
+            i = j
+        elif pattern.startswith(("(?=", "(?!", "(?<=", "(?<!"), i):
+            i = group_end(i)
+        elif pattern.startswith("(?P=", i):
+            out.append(".*")
+            i = pattern.index(")", i) + 1
+        elif pattern.startswith("(?P<", i):
+            out.append("(?:")
+            i = pattern.index(">", i) + 1
+        elif pattern.startswith("(?>", i):
+            out.append("(?:")
+            i += 3
+        elif ch == "^":
+            i += 1
+        elif ch == "+" and out and (out[-1] in ("*", "+", "?") or out[-1].endswith("}")):
+            i += 1                     # possessive: the quantifier before it, plain
+        elif ch == "{" and (m := re.match(r"\{(\d*)(,?)(\d*)\}", pattern[i:])):
+            low, comma, high = m.groups()
+            if loose or int(low or 0) > RE2_MAX_REPEAT or int(high or 0) > RE2_MAX_REPEAT:
+                out.append("{%d,}" % min(int(low or 0), RE2_MAX_REPEAT))
+            else:
+                out.append(m.group(0))
+            i += m.end()
+        else:
+            out.append(ch)
+            i += 1
+    return "".join(out)
+
+
+def _re2_signature(re2, pattern: str) -> str | None:
+    """The RE2 superset of a signature that RE2 compiles (_re2_superset, else its loose
+    form), or None."""
+    for loose in (False, True):
+        try:
+            sup = _re2_superset(pattern, loose)
+            _re2_compile(re2, ("(?m)" + sup).encode())
+            return sup
+        except Exception:    # re2.error, or a group the rewrite could not close
+            continue
+    return None
+
+
+class DenseChecks:
+    """What a buffer with demoted anchors runs (see DENSE_NOTE): the prefilter without
+    them, one RE2 search for lines their signatures may match, one for lines that hold
+    one of them and a reader's word."""
+
+    def __init__(self, plan: "Plan", dense: frozenset, reader: frozenset):
+        re2 = plan._re2
+        rest = sorted(a for a in plan.anchors_in.words if a not in dense)
+        self.rest = [(b"", _re2_alternation(re2, rest))] if rest else []
+        self.words = sorted(dense)
+        self.dense = _re2_alternation(re2, self.words)
+        patterns = sorted({plan.superset[n] for a in dense for n, *_ in plan.sigs_by_anchor[a]})
+        self.signatures = _re2_compile(re2, ("(?m)" + "|".join(f"(?:{p})" for p in patterns)).encode()) \
+            if patterns else None
+        # a line that holds a demoted anchor and a reader's word, in either order, or
+        # overlapping (then the two written as one: "...WARN" + "WARNING" = "...WARNING")
+        both = set()
+        for a in dense:
+            for r in reader:
+                if a in r:
+                    both.add(r)
+                for k in range(1, min(len(a), len(r))):
+                    if a.endswith(r[:k]):
+                        both.add(a + r[k:])
+                    if r.endswith(a[:k]):
+                        both.add(r + a[k:])
+        d, r = (_re2_pattern(sorted(dense)), _re2_pattern(sorted(reader)))
+        alternatives = [b"(?:" + d + b")[^\\n]*(?:" + r + b")", b"(?:" + r + b")[^\\n]*(?:" + d + b")"]
+        if both:
+            alternatives.append(_re2_pattern(sorted(both)))
+        self.readers = _re2_compile(re2, b"|".join(alternatives))
+
+    def last_line(self, buf: bytes, lo: int, hi: int, skipped: tuple | None) -> tuple | None:
+        """The last line skipped before buf[hi], whose time a finding there may inherit:
+        skipped, or a line of buf[lo:hi] that holds a demoted anchor, whichever is later."""
+        at = max(buf.rfind(a, lo, hi) for a in self.words)
+        if at < 0 or (skipped is not None and at < skipped[1]):
+            return skipped
+        return _segment(buf, at, False)
+
+
+def _re2_pattern(words: list[bytes]) -> bytes:
+    """An alternation of literals for RE2 read as Latin-1: each byte outside [A-Za-z0-9]
+    as \\xHH, so that no literal needs RE2's escaping rules."""
+    return b"|".join(b"".join(bytes([c]) if chr(c).isalnum() and c < 128 else b"\\x%02x" % c for c in w)
+                     for w in words)
+
+
+def _re2_compile(re2, pattern: bytes):
+    options = re2.Options()
+    options.encoding = re2.Options.Encoding.LATIN1
+    options.never_capture = True
+    options.max_mem = RE2_MAX_MEM
+    return re2.compile(pattern, options)
