@@ -985,15 +985,27 @@ def _force_dense(monkeypatch, scan, on: bool) -> None:
         monkeypatch.setattr(scan, "DENSE_MIN_BYTES", 1 << 60)
 
 
-def test_demoted_anchors_give_the_reports_of_the_plain_scan(entries, index, monkeypatch, tmp_path):
-    """With every anchor of a buffer's first candidate lines demoted (found by the RE2 searches
+def _prefilter(kind: str, monkeypatch) -> None:
+    if kind == "passes":
+        monkeypatch.setenv("FAILDEX_PREFILTER", "passes")
+    else:
+        pytest.importorskip("re2", reason="google-re2 (faildex[fast]) is not installed")
+        monkeypatch.delenv("FAILDEX_PREFILTER", raising=False)
+
+
+@pytest.mark.parametrize("kind", ["re2", "passes"])
+def test_demoted_anchors_give_the_reports_of_the_plain_scan(entries, index, monkeypatch, tmp_path, kind):
+    """With every anchor of a buffer's first candidate lines demoted (found by the searches
     of DenseChecks instead of the prefilter), every log of both corpora, the healthy corpus,
     every profile line type, the multi-rank dev runs, and benign lines around every 8th anchor
     with a real example line of that anchor's own signature planted among them (where an
-    example holds the anchor), get the report of the plain scan."""
-    pytest.importorskip("re2", reason="google-re2 (faildex[fast]) is not installed")
+    example holds the anchor), get the report of the plain scan; with RE2 and with the
+    standard library's passes."""
     from bench.profiles import generate_line_type, line_types
     from faildex import scan
+
+    _prefilter(kind, monkeypatch)
+    assert scan.plan_for(index).prefilter == kind
 
     logs = sorted((ROOT / "tests" / "corpus").glob("*/*.log")) + HEALTHY
     logs += sorted((ROOT / "tests" / "corpus" / "ranks" / "dev").glob("*/*.log"))
@@ -1026,12 +1038,14 @@ def test_demoted_anchors_give_the_reports_of_the_plain_scan(entries, index, monk
         assert a == b, path.name
 
 
-def test_a_dense_benign_line_type_is_not_read_line_by_line(index, monkeypatch):
+@pytest.mark.parametrize("kind", ["re2", "passes"])
+def test_a_dense_benign_line_type_is_not_read_line_by_line(index, monkeypatch, kind):
     """3 MB of one benign line type holding an anchor, from 64 ranks, with the failure at the end:
     the anchor is demoted (default thresholds), almost no line is read in full, and the report is
     the plain scan's: the failure, all 64 ranks, the candidates counted."""
-    pytest.importorskip("re2", reason="google-re2 (faildex[fast]) is not installed")
     from faildex import scan
+
+    _prefilter(kind, monkeypatch)
 
     plan = scan.Plan(index)
     words = plan.reader_words({}) | plan.literal_words

@@ -100,6 +100,7 @@ class Plan:
         else:
             self.prefilter = "passes"
             self.passes = [(key, re.compile(_keyed_trie(key, group))) for key, group in passes]
+        self.pass_groups = passes     # (key byte, anchors): the stdlib passes, rebuilt without demoted anchors
         # On a candidate line, which anchors are there? (one search, not a test per anchor)
         self.anchors_in = _Which(every)
         self.sigs_by_anchor: dict[bytes, list] = {a: [] for a in every}
@@ -463,12 +464,12 @@ class Source:
 
     def _dense(self, buf: bytes, end: int, cr: bool) -> "DenseChecks | None":
         """The checks for this buffer's demoted anchors, when it has some (DENSE_NOTE):
-        with RE2, a buffer of ASCII lines split by \\n alone (a signature's `$` is then the
+        in the CLI, a buffer of ASCII lines split by \\n alone (a signature's `$` is then the
         end of a line in a block) and no traceback or launcher report open, whose start
         is mostly candidate lines that no reader wants; the anchors on at least half of
         those lines are demoted."""
         plan = self.plan
-        if plan.prefilter != "re2" or not plan.bulk or cr or end < DENSE_MIN_BYTES \
+        if plan.prefilter == "host" or not plan.bulk or cr or end < DENSE_MIN_BYTES \
                 or self.job.open_tb or self.job.block is not None:
             return None
         probe_end = buf.rfind(b"\n", 0, min(end, DENSE_PROBE)) + 1
@@ -502,6 +503,13 @@ class Source:
                 start, stop = _segment(buf, m.start(), False)
                 spans[start] = max(spans.get(start, 0), stop)
                 pos = max(stop, m.start() + 1)
+        if checks.reader_passes is not None:
+            # (the stdlib: the lines holding a reader's word, kept when one also holds a demoted anchor)
+            hits: dict[int, int] = {}
+            _collect_spans(checks.reader_passes, buf, end, False, hits)
+            for start, stop in hits.items():
+                if any(a in buf[start:stop] for a in checks.words):
+                    spans[start] = max(spans.get(start, 0), stop)
         self.candidates += sum(buf.count(a, 0, end) for a in checks.words)
         # their origins, as _scan reads a skipped line's: each line's until ORIGIN_QUIET in
         # a row name no new host or rank, then about one line in ORIGIN_SAMPLE
@@ -1092,13 +1100,13 @@ def merge_ranges(parts: list[Source]) -> Source:
 # ------------------------------------------------------------ dense anchors
 # DENSE_NOTE. A benign line type that holds an anchor (each rank's deprecation warning,
 # Slurm's "queued and waiting") can make most lines of a log candidates, and each costs
-# Python calls: the prefilter's hit, the which-anchor search, the signatures. Where RE2
-# is installed, a buffer whose first DENSE_PROBE bytes are mostly such lines has those
-# anchors *demoted* for the buffer (Source._dense): the prefilter runs without them, and
-# the lines that hold them are found by two RE2 searches over the whole buffer instead
-# of one call per line: lines that any of their signatures may match (each signature
-# rewritten to a superset RE2 can run, _re2_superset), and lines that also hold a
-# reader's word. Every line found is then read exactly as before; the lines left out
+# Python calls: the prefilter's hit, the which-anchor search, the signatures. In the CLI
+# (RE2 or the stdlib passes; the browser's host finder scans as before), a buffer whose
+# first DENSE_PROBE bytes are mostly such lines has those anchors *demoted* for the
+# buffer (Source._dense): the prefilter runs without them, and the lines that hold them
+# are found by searches over the whole buffer instead of calls per line: lines that any
+# of their signatures may match (each signature rewritten to a superset RE2 can run,
+# _re2_superset), and lines that also hold a reader's word (DenseChecks). Every line found is then read exactly as before; the lines left out
 # are those the scan would have skipped. Such lines' origins (time, host, rank) are
 # sampled, one line in ORIGIN_SAMPLE, as the scan does once lines stop naming new ones.
 DENSE_MIN_BYTES = 256 << 10   # a smaller buffer is scanned as it is
@@ -1194,11 +1202,14 @@ def _re2_superset(pattern: str, loose: bool = False) -> str:
 
 def _re2_signature(re2, pattern: str) -> str | None:
     """The RE2 superset of a signature that RE2 compiles (_re2_superset, else its loose
-    form), or None."""
+    form), or None; without RE2, the superset as the standard library compiles it."""
     for loose in (False, True):
         try:
             sup = _re2_superset(pattern, loose)
-            _re2_compile(re2, ("(?m)" + sup).encode())
+            if re2 is None:
+                re.compile(("(?m)" + sup).encode())
+            else:
+                _re2_compile(re2, ("(?m)" + sup).encode())
             return sup
         except Exception:    # re2.error, or a group the rewrite could not close
             continue
@@ -1207,18 +1218,29 @@ def _re2_signature(re2, pattern: str) -> str | None:
 
 class DenseChecks:
     """What a buffer with demoted anchors runs (see DENSE_NOTE): the prefilter without
-    them, one RE2 search for lines their signatures may match, one for lines that hold
-    one of them and a reader's word."""
+    them, one search for lines their signatures may match, one for lines that hold
+    one of them and a reader's word. With RE2 each is one DFA; with the standard library
+    the signatures are one regex, and a reader's words are found by their passes, each
+    hit's line kept when it holds a demoted anchor."""
 
     def __init__(self, plan: "Plan", dense: frozenset, reader: frozenset):
         re2 = plan._re2
+        self.words = sorted(dense)
+        patterns = sorted({plan.superset[n] for a in dense for n, *_ in plan.sigs_by_anchor[a]})
+        signatures = ("(?m)" + "|".join(f"(?:{p})" for p in patterns)).encode() if patterns else None
+        self.reader_passes = None
+        if re2 is None:
+            self.rest = [(key, re.compile(_keyed_trie(key, kept))) for key, group in plan.pass_groups
+                         if (kept := [a for a in group if a not in dense])]
+            self.dense = re.compile(b"|".join(map(re.escape, self.words)))
+            self.signatures = re.compile(signatures) if signatures else None
+            self.readers = None
+            self.reader_passes = plan.word_passes(reader)
+            return
         rest = sorted(a for a in plan.anchors_in.words if a not in dense)
         self.rest = [(b"", _re2_alternation(re2, rest))] if rest else []
-        self.words = sorted(dense)
         self.dense = _re2_alternation(re2, self.words)
-        patterns = sorted({plan.superset[n] for a in dense for n, *_ in plan.sigs_by_anchor[a]})
-        self.signatures = _re2_compile(re2, ("(?m)" + "|".join(f"(?:{p})" for p in patterns)).encode()) \
-            if patterns else None
+        self.signatures = _re2_compile(re2, signatures) if signatures else None
         # a line that holds a demoted anchor and a reader's word, in either order, or
         # overlapping (then the two written as one: "...WARN" + "WARNING" = "...WARNING")
         both = set()
