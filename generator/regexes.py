@@ -328,18 +328,36 @@ def choose_anchors(required: dict[str, list[str]], healthy=None
     """
     import heapq
 
-    candidates: dict[str, set[str]] = {}
+    # substring -> the patterns it would cover: one pattern's key as a str (most
+    # substrings belong to one pattern), a set once a second shares it; a set for each
+    # of the ~1M substrings of 3,000 entries cost ~250 MB (bench/site.py --entries 3000)
+    candidates: dict[str, str | set[str]] = {}
+
+    def add(sub: str, key: str) -> None:
+        have = candidates.get(sub)
+        if have is None:
+            candidates[sub] = key
+        elif isinstance(have, str):
+            if have != key:
+                candidates[sub] = {have, key}
+        else:
+            have.add(key)
+
+    def covers(sub: str) -> set[str] | tuple[str]:
+        have = candidates[sub]
+        return (have,) if isinstance(have, str) else have
+
     for key, lits in required.items():
         for lit in lits:
             if key.startswith("generic/"):
                 # the error-line keys are exact: "ERROR:" must not become "ERROR", which
                 # every rank's TORCH_NCCL_ASYNC_ERROR_HANDLING banner holds
-                candidates.setdefault(lit, set()).add(key)
+                add(lit, key)
                 continue
             if (len(lit) == 3 or 20 < len(lit) <= 48) and lit.strip() == lit:
                 # a short branch literal ("br-"), or a whole long one when every part of
                 # it is printed by healthy jobs ("... set by environment to 1")
-                candidates.setdefault(lit, set()).add(key)
+                add(lit, key)
             for length in range(2, min(len(lit), 20) + 1):
                 for i in range(len(lit) - length + 1):
                     sub = lit[i:i + length]
@@ -350,7 +368,7 @@ def choose_anchors(required: dict[str, list[str]], healthy=None
                         continue
                     if sub.strip() != sub or not sub.strip():
                         continue
-                    candidates.setdefault(sub, set()).add(key)
+                    add(sub, key)
     mb = max(healthy.total_bytes / 1e6, 0.01) if healthy else 0.01
     byte_cost: dict[str, float] = {}
     used: set[str] = set()
@@ -401,8 +419,8 @@ def choose_anchors(required: dict[str, list[str]], healthy=None
 
     # bound for the heap: the cheapest a substring could be (its key paid already, no
     # corpus lookup yet)
-    heap = [(-len(keys & uncovered) / (JOIN_NS + static(s)), -len(s), s)
-            for s, keys in candidates.items() if keys & uncovered]
+    heap = [(-n / (JOIN_NS + static(s)), -len(s), s)
+            for s in candidates if (n := len(uncovered.intersection(covers(s))))]
     heapq.heapify(heap)
     with_byte: dict[str, list[str]] = {}
     for sub in candidates:
@@ -410,7 +428,7 @@ def choose_anchors(required: dict[str, list[str]], healthy=None
             with_byte.setdefault(c, []).append(sub)
     while uncovered and heap:
         _, neg_len, sub = heapq.heappop(heap)
-        cover = candidates[sub] & uncovered
+        cover = uncovered.intersection(covers(sub))
         if not cover:
             continue
         score = len(cover) / cost(sub)
@@ -426,14 +444,14 @@ def choose_anchors(required: dict[str, list[str]], healthy=None
             # every substring holding this byte just became cheaper: re-queue them
             used.add(k)
             for other in with_byte.get(k, ()):   # a list, filled in candidates' order
-                left = candidates[other] & uncovered
+                left = uncovered.intersection(covers(other))
                 if left:
                     heapq.heappush(heap, (-len(left) / cost(other), -len(other), other))
     # The greedy pays for a key early, when few anchors share it; afterwards drop each
     # key whose patterns all have a cheap enough anchor under the others.
     subs_of: dict[str, list[str]] = {}
-    for sub, keys in candidates.items():
-        for k in keys:
+    for sub in candidates:
+        for k in covers(sub):
             subs_of.setdefault(k, []).append(sub)
 
     def key_of(a: str, among: set[str]) -> str:
