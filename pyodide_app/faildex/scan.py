@@ -1201,19 +1201,18 @@ def _re2_superset(pattern: str, loose: bool = False) -> str:
 
 
 def _re2_signature(re2, pattern: str) -> str | None:
-    """The RE2 superset of a signature that RE2 compiles (_re2_superset, else its loose
-    form), or None; without RE2, the superset as the standard library compiles it."""
-    for loose in (False, True):
-        try:
-            sup = _re2_superset(pattern, loose)
-            if re2 is None:
-                re.compile(("(?m)" + sup).encode())
-            else:
-                _re2_compile(re2, ("(?m)" + sup).encode())
-            return sup
-        except Exception:    # re2.error, or a group the rewrite could not close
-            continue
-    return None
+    """The superset of a signature that RE2 (or, without it, the standard library)
+    compiles, or None. Its loose form: RE2 refuses nested counts whose product passes its
+    limit, and logs each refusal to stderr, where a user would see it."""
+    try:
+        sup = _re2_superset(pattern, loose=True)
+        if re2 is None:
+            re.compile(("(?m)" + sup).encode())
+        else:
+            _re2_compile(re2, ("(?m)" + sup).encode())
+        return sup
+    except Exception:    # re2.error, or a group the rewrite could not close
+        return None
 
 
 class DenseChecks:
