@@ -100,7 +100,8 @@ class Plan:
         else:
             self.prefilter = "passes"
             self.passes = [(key, re.compile(_keyed_trie(key, group))) for key, group in passes]
-        self.pass_groups = passes     # (key byte, anchors): the stdlib passes, rebuilt without demoted anchors
+        # (key byte, anchors) of the stdlib passes, rebuilt without demoted anchors (DenseChecks)
+        self.pass_groups = passes
         # On a candidate line, which anchors are there? (one search, not a test per anchor)
         self.anchors_in = _Which(every)
         self.sigs_by_anchor: dict[bytes, list] = {a: [] for a in every}
@@ -130,8 +131,8 @@ class Plan:
         self.head_words_in = _Which(self.head_words)
         self._re2 = re2
         self._word_passes: dict[frozenset, list] = {}   # a memo, filled as inputs need it
-        # dense anchors (DENSE_NOTE): each signature's RE2 superset, or None where RE2
-        # cannot run it; the checks of each set of demoted anchors
+        # dense anchors (DENSE_NOTE): each signature's superset (_re2_signature), or None
+        # where the regex engine cannot run it; the checks of each set of demoted anchors
         self.superset: dict[int, str | None] = {}
         self._dense_checks: dict[tuple, DenseChecks] = {}
         # A candidate line holds an anchor; most such lines in a healthy job match nothing.
@@ -178,9 +179,9 @@ class Plan:
         return passes
 
     def demotable(self, anchor: bytes, reader: frozenset) -> bool:
-        """Whether the lines holding anchor can be found by DenseChecks: RE2 runs a superset
-        of each of its signatures, and no reader's word is part of it (then each such line
-        is read anyway)."""
+        """Whether the lines holding anchor can be found by DenseChecks: the prefilter's
+        regex engine runs a superset of each of its signatures, and no reader's word is part
+        of it (then each such line is read anyway)."""
         if any(r in anchor for r in reader):
             return False
         for n, sig, _rx, _literal in self.sigs_by_anchor[anchor]:
@@ -191,8 +192,8 @@ class Plan:
         return True
 
     def dense_checks(self, dense: frozenset, reader: frozenset) -> "DenseChecks | None":
-        """The checks for a set of demoted anchors; None when RE2 cannot compile them
-        (its memory bound), and the buffer is scanned as it is."""
+        """The checks for a set of demoted anchors; None when they do not compile (RE2's
+        memory bound), and the buffer is scanned as it is."""
         key = (dense, reader)
         if key not in self._dense_checks:
             if len(self._dense_checks) >= 16:
@@ -488,7 +489,8 @@ class Source:
             sampled += 1
             for a in plan.anchors_in(seg):
                 counts[a] = counts.get(a, 0) + 1
-        dense = frozenset(a for a, c in counts.items() if DENSE_OF * c >= sampled and plan.demotable(a, reader))
+        dense = frozenset(a for a, c in counts.items()
+                          if DENSE_OF * c >= sampled and plan.demotable(a, reader))
         return plan.dense_checks(dense, reader) if dense else None
 
     def _dense_lines(self, checks: "DenseChecks", buf: bytes, end: int, spans: dict[int, int]) -> None:
@@ -1106,9 +1108,10 @@ def merge_ranges(parts: list[Source]) -> Source:
 # buffer (Source._dense): the prefilter runs without them, and the lines that hold them
 # are found by searches over the whole buffer instead of calls per line: lines that any
 # of their signatures may match (each signature rewritten to a superset RE2 can run,
-# _re2_superset), and lines that also hold a reader's word (DenseChecks). Every line found is then read exactly as before; the lines left out
-# are those the scan would have skipped. Such lines' origins (time, host, rank) are
-# sampled, one line in ORIGIN_SAMPLE, as the scan does once lines stop naming new ones.
+# _re2_superset), and lines that also hold a reader's word (DenseChecks). Every line
+# found is then read exactly as before; the lines left out are those the scan would have
+# skipped. Such lines' origins (time, host, rank) are read as skipped lines' are: each
+# until ORIGIN_QUIET in a row name nothing new, then about one in ORIGIN_SAMPLE.
 DENSE_MIN_BYTES = 256 << 10   # a smaller buffer is scanned as it is
 DENSE_PROBE = 64 << 10   # bytes of a buffer's start looked at to decide
 DENSE_MIN_LINES = 64     # candidate lines there, at least, and at least 1 line in DENSE_SHARE
