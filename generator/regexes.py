@@ -329,8 +329,8 @@ def choose_anchors(required: dict[str, list[str]], healthy=None
     import heapq
 
     # substring -> the patterns it would cover: one pattern's key as a str (most
-    # substrings belong to one pattern), a set once a second shares it; a set for each
-    # of the ~1M substrings of 3,000 entries cost ~250 MB (bench/site.py --entries 3000)
+    # substrings belong to one pattern), a set once a second shares it. With a set for
+    # each, the index of 3,000 synthetic entries (bench/site.py) peaked at 455 MB; 340 MB so.
     candidates: dict[str, str | set[str]] = {}
 
     def add(sub: str, key: str) -> None:
