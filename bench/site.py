@@ -165,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     if min(args.entries) < 2:
         ap.error("at least 2 entries (they link to each other)")
     # The diagnoser's Pyodide snapshot is made once per engine wheel, by node (a 2-entry
-    # build that made it peaked at 351 MB, one that did not at about 140 MB), and
+    # build that made it peaked at 351 MB; a 100-entry build that did not, at 136 MB), and
     # cached in .cache/snapshot: a first build after an engine change pays it. A 2-entry
     # build first makes it, so that the figures below are each build's own.
     with tempfile.TemporaryDirectory(prefix="faildex-bench-warm-") as warm:
