@@ -10,6 +10,7 @@ Two questions are answered here:
 """
 from __future__ import annotations
 
+import functools
 import re
 
 from re import _constants as C  # type: ignore[attr-defined]  # Python 3.11+
@@ -19,12 +20,14 @@ MIN_ANCHOR = 4       # shortest literal worth scanning for
 UNBOUNDED = C.MAXREPEAT
 
 
+@functools.lru_cache(maxsize=2048)   # validation and the site walk each signature several times
 def parse(pattern: str) -> list:
     """The parse tree every walker here reads: sre's, with an atomic group "(?>...)" read
-    as a non-capturing group (its content inlined) and a possessive repeat "x*+" as a greedy one (they match the
-    same text; only backtracking differs, and treating them as backtracking errs on the
-    safe side), and every sequence a list. One normaliser, so no walker can treat them
-    differently from another."""
+    as a non-capturing group (its content inlined) and a possessive repeat "x*+" as a
+    greedy one (they match the same text; only backtracking differs, and treating them as
+    backtracking errs on the safe side), and every sequence a list. One normaliser, so no
+    walker can treat them differently from another. The tree is shared (cached): no
+    walker may change it."""
     parsed = P.parse(pattern)
     tree = _norm(parsed)
     tree.groupnames = {i: n for n, i in parsed.state.groupdict.items()}  # type: ignore[attr-defined]

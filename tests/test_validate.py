@@ -464,3 +464,59 @@ def test_the_site_benchmarks_synthetic_entries_validate(tmp_path):
     root = make_checkout(tmp_path / "checkout", 12)
     _, probs = validate(root)
     assert probs == [], [str(p) for p in probs[:5]]
+
+
+TRICKY_YAML = ["a: yes\n", "a: on\n", "a: No\n", "a: 010\n", "a: 0o10\n", "a: 1:20\n", "a: 2026-12-06\n",
+               "a: ~\n", "a: null\n", "a:\n", "a: !!str 5\n", "a: !!bool yes\n", "a: 1e3\n", "a: 0x1F\n",
+               "a: .inf\n", "a: True\n", "a: 'yes'\n", "a: \"1:20\"\n", "a: |\n  block\n  text\n",
+               "a: >-\n  folded\n", "true: x\n", "1: x\n", "a: &x [1]\nb: *x\n", "a: 1\n---\nb: 2\n",
+               "a: b\na: c\n", "? [a]\n: b\n", "a: !local x\n", "a: [x, {b: c}]\n", "- a\n- b: 1\n",
+               "a:\n  - b\n  -\n    c: d\n", "a: 'it''s'\n", "a: \"\\t\\u00e9\"\n", "a: {b: [c, d], e: f}\n"]
+
+
+def test_fast_yaml_reading_equals_ruamel():
+    """libyaml reads the entries (generator.loader._read_fast, the site build's largest
+    cost with ruamel); whatever it returns must be what ruamel's round-trip load gives,
+    data, value positions and key positions, and anything else falls back to ruamel."""
+    from generator import loader
+    if not loader._C_SCAN:
+        pytest.skip("PyYAML without libyaml: the fast reading is off")
+
+    def slow(text):
+        loader._C_SCAN = False
+        try:
+            return loader.read_yaml_text(text, "x.yaml")
+        finally:
+            loader._C_SCAN = True
+
+    texts = [p.read_text(encoding="utf-8") for p in loader.entry_files(ROOT / "entries")]
+    read = 0
+    for text in texts + TRICKY_YAML:
+        fast = loader._read_fast(text)
+        if fast is None:
+            continue
+        read += 1
+        data, positions, key_positions, problems = slow(text)
+        assert not problems, text
+        assert (fast[0], fast[1], fast[2]) == (data, positions, key_positions), text
+        assert repr(fast[0]) == repr(data), text          # the same types, not only equal values
+    assert read >= len(texts)       # every real entry is read the fast way
+    for text in ("a: 010\n", "a: 1e3\n", "a: b\na: c\n", "a: &x [1]\nb: *x\n", "a: !!bool yes\n", "a:\n",
+                 "a: é€漢字 text\nb: !!bool yes\n"):
+        assert loader._read_fast(text) is None, text      # numbers, duplicates, aliases, tags: ruamel
+
+
+def test_regex_walkers_leave_the_shared_parse_tree_unchanged():
+    """regexes.parse is cached (the site build walks each signature several times), so a
+    walker that changed the tree would change every later walker's answer."""
+    from generator import regexes as R
+    from generator.loader import entry_files, read_yaml_text
+    patterns = {sig["regex"] for p in entry_files(ROOT / "entries")
+                for sig in (read_yaml_text(p.read_text(encoding="utf-8"), p.name)[0].get("signatures") or [])}
+    assert len(patterns) > 500
+    R.parse.cache_clear()
+    for pattern in sorted(patterns):
+        for walker in (R.required_literals, R.branch_options, R.backtracking_risks, R.readable, R.literal_runs):
+            walker(pattern)
+        assert repr(R.parse(pattern)) == repr(R.parse.__wrapped__(pattern)), pattern
+        assert R.parse(pattern).groupnames == R.parse.__wrapped__(pattern).groupnames, pattern
