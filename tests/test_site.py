@@ -765,3 +765,12 @@ def test_entry_pages_keep_to_the_page_budget(real_site, entries):
     assert min(ordered) > 200            # the count reads the pages' prose at all
     assert median < PAGE_MEDIAN_WORDS, median
     assert not {k: v for k, v in words.items() if v > PAGE_MAX_WORDS}
+
+
+def test_theme_search_index_leaves_entry_pages_to_find_js(fixture_site):
+    """The header search ranks entries with find.js alone (one ranking); the theme's
+    full-text index holds the other pages, not the entry pages a second time."""
+    index = json.loads((fixture_site.site / "search/search_index.json").read_text())
+    locations = [doc["location"] for doc in index["docs"]]
+    assert not [loc for loc in locations if re.match(r"entries/[a-z0-9-]+/", loc)], locations
+    assert any(loc.startswith("categories/") for loc in locations), locations

@@ -61,22 +61,12 @@
         var hits = q.trim() ? f.rank(q, 5) : [];
         renderHits(list, hits);
         box.hidden = !hits.length;
-        hideEntryResults();
         shown = q;
         box.setAttribute("data-query", q);
       });
     }
-    // One ranking of entries: the theme's full-text list below keeps the other pages (guides,
-    // categories) but not the entry pages, which it would rank again in another order.
-    function hideEntryResults() {
-      Array.prototype.forEach.call(result.querySelectorAll(".md-search-result__item"), function (li) {
-        var a = li.querySelector("a");
-        var entry = a && /\/entries\/[a-z0-9-]+\/(?:#.*)?$/.test(a.getAttribute("href") || "");
-        var hide = Boolean(entry && !box.hidden);
-        if (li.hidden !== hide) li.hidden = hide;
-      });
-    }
-    new MutationObserver(hideEntryResults).observe(result, { childList: true, subtree: true });
+    // One ranking of entries: the theme's full-text list below holds the other pages (guides,
+    // categories); entry pages are left out of its index (site_template/pages/entry.md.j2).
     input.addEventListener("focus", loadFinder);
     input.addEventListener("input", update);
     // Enter opens the best match (before the theme opens its first full-text result).
