@@ -384,9 +384,14 @@ def choose_anchors(required: dict[str, list[str]], healthy=None
             byte_cost[c] = 1e9 if c.isspace() else pass_cost(max(freq, MIN_BYTE_FREQ))
         return byte_cost[c]
 
+    # the bytes rare enough to key an anchor from inside it (a set operation per substring
+    # below, not a cost lookup per byte: a 3,000-entry site has a million substrings)
+    rare = {c for c in set("".join(lit for lits in required.values() for lit in lits))
+            if key_cost(c) <= rare_cost}
+
     def keys_of(sub: str) -> set[str]:
         """The bytes that may key sub: its first, and any rare one."""
-        return {sub[0]} | {c for c in sub if key_cost(c) <= rare_cost}
+        return {sub[0]} | rare.intersection(sub)
 
     def best_key(sub: str) -> str:
         return min(keys_of(sub), key=lambda c: (0 if c in used else 1, key_cost(c), c))
