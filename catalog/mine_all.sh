@@ -6,6 +6,8 @@
 #   TORCH_SITE                    site-packages holding torch==2.13.0
 #   TORCH_OLD                     the Python files (torch/**/*.py) of the torch 2.4.1 wheel, unzipped:
 #                                 the older wordings stay templates (historical forms)
+#   TORCH_1_13_1                  the same of the torch 1.13.1 wheel (cp310 manylinux1_x86_64): the
+#                                 1.x wordings most pasted logs carry
 #   TORCH_CPP                     copied PyTorch C++ files with COMMITS.tsv
 #   LIBCUDART                     libcudart.so.12 of nvidia-cuda-runtime-cu12==12.9.79
 #   WHEELS                        folder with the wheels and sdists named below
@@ -15,9 +17,14 @@ PY=${PYTHON:-.venv/bin/python}
 M="$PY catalog/mine.py"
 [ -n "$NCCL_GIT" ] && $M nccl --fresh --git "$NCCL_GIT" --tags v2.18.6-1 v2.21.5-1 v2.23.4-1 v2.26.2-1 v2.27.7-1 v2.28.9-1 v2.29.7-1 v2.30.7-1
 [ -n "$GLOO_GIT" ] && $M gloo --fresh --git "$GLOO_GIT"
-# both PyTorch releases go into one file: the first run starts it empty, the second merges
-[ -n "$TORCH_OLD" ] && [ -n "$TORCH_SITE" ] && $M pytorch --fresh --tree "$TORCH_OLD" --release 2.4.1
-[ -n "$TORCH_SITE" ] && $M pytorch --tree "$TORCH_SITE" --release 2.13.0 ${TORCH_CPP:+--cpp-tree "$TORCH_CPP"}
+# the PyTorch releases go into one file, oldest first: the first run starts it empty, the
+# others merge (a template keeps its mapping and widens its range)
+if [ -n "$TORCH_SITE" ]; then
+  FRESH=--fresh
+  if [ -n "$TORCH_1_13_1" ]; then $M pytorch $FRESH --tree "$TORCH_1_13_1" --release 1.13.1; FRESH=; fi
+  if [ -n "$TORCH_OLD" ]; then $M pytorch $FRESH --tree "$TORCH_OLD" --release 2.4.1; FRESH=; fi
+  $M pytorch $FRESH --tree "$TORCH_SITE" --release 2.13.0 ${TORCH_CPP:+--cpp-tree "$TORCH_CPP"}
+fi
 [ -n "$LIBCUDART" ] && $M cuda-runtime --fresh --libcudart "$LIBCUDART" --release 12.9.79
 if [ -n "$WHEELS" ]; then
   $M transformers --fresh --archive "$WHEELS/transformers-4.57.1-py3-none-any.whl" --release 4.57.1

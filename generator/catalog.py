@@ -245,12 +245,24 @@ class ProjectCatalog:
                 self.templates[key] = t
                 continue
             known = old.releases.split(" .. ") + [t.releases]
-            first, last = min(known, key=release_key), max(known, key=release_key)
-            newest = release_key(t.releases) >= release_key(old.releases.split(" .. ")[-1])
+            first, last = min(known, key=self.release_rank), max(known, key=self.release_rank)
+            newest = self.release_rank(t.releases) >= self.release_rank(old.releases.split(" .. ")[-1])
             old.releases = first if first == last else f"{first} .. {last}"
             if newest:      # where and how it is printed: as the newest release prints it
                 old.message, old.where, old.level, old.style, old.sites = t.message, t.where, t.level, t.style, t.sites
                 old.raises = t.raises
+
+
+    def release_rank(self, release: str) -> tuple:
+        """release_key, and a "source@commit" release (a C++ file copied at a commit) ranks as
+        the release whose header names that commit among its cpp_files, so C++ files copied
+        for an older release and merged after newer ones widen ranges the same way."""
+        if release.startswith("source@"):
+            commit = release[len("source@"):]
+            for r in self.header.get("releases", []):
+                if commit and any(str(c).startswith(commit) for c in (r.get("cpp_files") or {}).values()):
+                    return release_key(str(r["release"]))
+        return release_key(release)
 
 
 def release_key(release: str) -> tuple:

@@ -260,6 +260,49 @@ def test_release_ranges_do_not_depend_on_the_order_releases_are_mined_in():
     assert sorted(a.templates) == ["kept {}", "old wording {}"]
 
 
+def test_an_older_release_merged_after_newer_ones_widens_ranges_and_keeps_the_newest_wording():
+    # PyTorch 1.13.1 was mined into a file that held 2.4.1 and 2.13.0 (issue 27): every order of
+    # mining gives one catalogue, each range runs from its oldest to its newest release, and a
+    # template's where is the newest release's
+    import itertools
+
+    def mined(release, messages):
+        return [catalog.Template.mined("x", release, message=m, level="error", style="python-raise",
+                                       where=f"{release}.py:{i}") for i, m in enumerate(messages)]
+    runs = {"1.13.1": ["all {a}", "1.x only {a}", "1.x and 2.4 {a}"],
+            "2.4.1": ["all {b}", "1.x and 2.4 {b}", "2.4 and 2.13 {b}"],
+            "2.13.0": ["all {c}", "2.4 and 2.13 {c}", "2.13 only {c}"]}
+    want = {"all {}": ("1.13.1 .. 2.13.0", "2.13.0.py:0"), "1.x only {}": ("1.13.1", "1.13.1.py:1"),
+            "1.x and 2.4 {}": ("1.13.1 .. 2.4.1", "2.4.1.py:1"), "2.4 and 2.13 {}": ("2.4.1 .. 2.13.0", "2.13.0.py:1"),
+            "2.13 only {}": ("2.13.0", "2.13.0.py:2")}
+    for order in itertools.permutations(runs):
+        cat = catalog.ProjectCatalog(project="x")
+        for release in order:
+            cat.add_release(release, {}, mined(release, runs[release]))
+        got = {k: (t.releases, t.where) for k, t in cat.templates.items()}
+        assert got == want, (order, got)
+        assert [r["release"] for r in cat.header["releases"]] == ["1.13.1", "2.4.1", "2.13.0"], order
+
+
+def test_cpp_files_copied_for_an_older_release_rank_by_the_release_that_names_their_commit():
+    # a C++ template's release is "source@<commit>"; merged in either order, a message both
+    # commits print spans "source@old .. source@new" and keeps where the newer commit prints it
+    def mined(commit, messages):
+        return [catalog.Template.mined("x", f"source@{commit[:10]}", message=m, level="error", style="cpp-check",
+                                       where=f"c10d/{commit[:4]}.cpp:{i}") for i, m in enumerate(messages)]
+    old_c, new_c = "a" * 40, "b" * 40
+    runs = {"1.13.1": (old_c, ["both {a}", "old only {a}"]), "2.13.0": (new_c, ["both {b}", "new only {b}"])}
+    for order in (["1.13.1", "2.13.0"], ["2.13.0", "1.13.1"]):
+        cat = catalog.ProjectCatalog(project="x")
+        for release in order:
+            commit, messages = runs[release]
+            cat.add_release(release, {"cpp_files": {"c10d/x.cpp": commit}}, mined(commit, messages))
+        got = {k: (t.releases, t.where) for k, t in cat.templates.items()}
+        assert got == {"both {}": ("source@aaaaaaaaaa .. source@bbbbbbbbbb", "c10d/bbbb.cpp:0"),
+                       "old only {}": ("source@aaaaaaaaaa", "c10d/aaaa.cpp:1"),
+                       "new only {}": ("source@bbbbbbbbbb", "c10d/bbbb.cpp:1")}, (order, got)
+
+
 def test_a_catalogue_file_reads_the_same_from_its_cache_and_after_the_cache_is_damaged(tmp_path):
     # load_project keeps ruamel's parse in .cache/catalog/ keyed on the file's bytes
     (tmp_path / "catalog").mkdir()
