@@ -27,9 +27,13 @@ if [ -n "$TORCH_SITE" ]; then
 fi
 [ -n "$LIBCUDART" ] && $M cuda-runtime --fresh --libcudart "$LIBCUDART" --release 12.9.79
 if [ -n "$WHEELS" ]; then
+  # the old release first (from empty), then the current one merges: older wordings stay templates
   $M transformers --fresh --archive "$WHEELS/transformers-4.57.1-py3-none-any.whl" --release 4.57.1
+  $M transformers --archive "$WHEELS/transformers-5.25.0-py3-none-any.whl" --release 5.25.0
   $M accelerate --fresh --archive "$WHEELS/accelerate-1.10.1-py3-none-any.whl" --release 1.10.1
+  $M accelerate --archive "$WHEELS/accelerate-1.16.0-py3-none-any.whl" --release 1.16.0
   $M huggingface_hub --fresh --archive "$WHEELS/huggingface_hub-0.35.3-py3-none-any.whl" --release 0.35.3
+  $M huggingface_hub --archive "$WHEELS/huggingface_hub-2.4.0-py3-none-any.whl" --release 2.4.0
   $M deepspeed --fresh --archive "$WHEELS/deepspeed-0.17.6.tar.gz" --release 0.17.6
   $M vllm --fresh --archive "$WHEELS/vllm-0.11.0-cp38-abi3-manylinux1_x86_64.whl" --release 0.11.0
 fi
