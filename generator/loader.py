@@ -153,9 +153,12 @@ if _C_SCAN:
     _NULL = {"~", "null", "Null", "NULL"}
 
 
-def _fast_plain(node, path, positions, key_positions, text):
+def _fast_plain(node, path, positions, key_positions, text, seen):
     """The data and positions ruamel's round-trip load and _plain give, from libyaml's
     node tree (~40x faster: most of a large site's build was ruamel reading entries)."""
+    if id(node) in seen:
+        raise _NotPlain     # an alias (compose shares the anchored node; never expanded here)
+    seen.add(id(node))
     if text.startswith("!", node.start_mark.index):
         raise _NotPlain                     # an explicit tag
     if isinstance(node, _pyyaml.ScalarNode):
@@ -181,20 +184,20 @@ def _fast_plain(node, path, positions, key_positions, text):
         for knode, vnode in node.value:
             if not isinstance(knode, _pyyaml.ScalarNode):
                 raise _NotPlain
-            k = _fast_plain(knode, path, {}, {}, text)
+            k = _fast_plain(knode, path, {}, {}, text, seen)
             if k in out:
                 raise _NotPlain             # duplicate key: ruamel's error names it
             child = path + (k,)
             key_positions[child] = (knode.start_mark.line + 1, knode.start_mark.column + 1)
             positions[child] = (vnode.start_mark.line + 1, vnode.start_mark.column + 1)
-            out[k] = _fast_plain(vnode, child, positions, key_positions, text)
+            out[k] = _fast_plain(vnode, child, positions, key_positions, text, seen)
         return out
     if isinstance(node, _pyyaml.SequenceNode):
         out = []
         for i, v in enumerate(node.value):
             child = path + (i,)
             positions[child] = (v.start_mark.line + 1, v.start_mark.column + 1)
-            out.append(_fast_plain(v, child, positions, key_positions, text))
+            out.append(_fast_plain(v, child, positions, key_positions, text, seen))
         return out
     raise _NotPlain
 
@@ -205,12 +208,10 @@ def _read_fast(text: str):
     if not _C_SCAN:
         return None
     try:
-        if "*" in text and not _surely_no_alias(text):
-            return None
         node = _pyyaml.compose(text, Loader=_pyyaml.CSafeLoader)
         positions: dict = {}
         key_positions: dict = {}
-        data = None if node is None else _fast_plain(node, (), positions, key_positions, text)
+        data = None if node is None else _fast_plain(node, (), positions, key_positions, text, set())
         return data, positions, key_positions
     except (_NotPlain, _pyyaml.YAMLError, RecursionError):
         return None
