@@ -114,7 +114,8 @@ def build_index(root: Path, entries) -> dict:
             "next_action": {"do": fix["do"], "command": fix.get("command", ""),
                             "why": " ".join(fix.get("why", "").split())},
             "fix": [{"do": f["do"], "command": f.get("command", ""), "why": " ".join(f.get("why", "").split()),
-                     "when": f.get("when", ""), "upgrade": bool(f.get("upgrade", False))} for f in d["fix"]],
+                     "when": f.get("when", ""), "upgrade": bool(f.get("upgrade", False)),
+                     "for_signatures": f.get("for_signatures", [])} for f in d["fix"]],
             "confirm": [{"do": c["do"], "command": c.get("command", "")} for c in d["confirm"]],
             "affects": d.get("affects", []),
             "discriminators": [

@@ -168,6 +168,10 @@ STEP = Obj((
     F("upgrade", Bool(),
       "True when the step is an upgrade (a newer release of some software): never offered as "
       "the next action while a step that is not an upgrade exists."),
+    F("for_signatures", List(Str(pattern=KEBAB), min_items=1, unique=True),
+      "Optional: ids of this entry's signatures. When one of them matched the log, this step "
+      "is the next action (after a step whose `when` holds): a family entry's groups of "
+      "messages have different first fixes."),
 ))
 
 CHECK = Obj((

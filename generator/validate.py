@@ -69,6 +69,7 @@ CODES: dict[str, str] = {
     "FDX041": "catalogue file invalid or names an unknown entry",
     "FDX042": "entry states a registered fact (facts.yaml) differently, or facts.yaml is invalid",
     "FDX043": "checked on a day that has not come yet",
+    "FDX044": "fix step names a signature the entry does not have",
 }
 # codes that no check reports (yet): said here so that nobody reuses them
 RESERVED: dict[str, str] = {
@@ -454,6 +455,15 @@ def check_discriminator_facts(entry: Entry, ctx: Context) -> Iterator[Problem]:
                                 "give either `compare` or `fact`/`here_pattern`, not both")
 
 
+def check_fix_signatures(entry: Entry, ctx: Context) -> Iterator[Problem]:
+    ids = {s.get("id") for s in entry.data.get("signatures") or [] if isinstance(s, dict)}
+    for i, step in enumerate(entry.data.get("fix") or []):
+        for j, sid in enumerate(step.get("for_signatures") or [] if isinstance(step, dict) else []):
+            if sid not in ids:
+                yield entry.problem(("fix", i, "for_signatures", j), "FDX044",
+                                    f"{sid!r} is not a signature of this entry")
+
+
 def _vkey(v: str) -> tuple:
     return tuple(int(x) for x in v.split("."))
 
@@ -615,6 +625,7 @@ CHECKS: list[Check] = [
     check_example_files,
     check_examples_match,
     check_discriminator_facts,
+    check_fix_signatures,
     check_version_ranges,
     check_checked_date,
     check_answers_add_something,

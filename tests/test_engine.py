@@ -1160,3 +1160,16 @@ def test_a_deepspeed_op_build_cut_before_deepspeeds_own_line_is_still_deepspeeds
     own = (ROOT / "entries" / "environment" / "cpp-extension-build-failed" / "ninja-missing.log").read_text()
     assert "op_builder" not in own
     assert run_text(index, own)["primary"]["id"] == "cpp-extension-build-failed"
+
+
+def test_the_next_action_is_the_step_for_the_signature_that_matched(index):
+    """A family entry's groups have different first fixes (`for_signatures`): a refusal at
+    submission gets the submission step; an option conflict the entry's general first step."""
+    refused = run_text(index, "sbatch: error: Memory specification can not be satisfied\n"
+                              "sbatch: error: Batch job submission failed: Requested node configuration is not available\n")
+    conflict = run_text(index, "srun: error: --exact and --whole are mutually exclusive.\n")
+    assert primary_id(refused) == primary_id(conflict) == "slurm-invalid-option"
+    steps = index["entries"]["slurm-invalid-option"]["fix"]
+    for_submission = next(s for s in steps if "batch-submission-refused" in s["for_signatures"])
+    assert refused["next_action"]["do"] == for_submission["do"]
+    assert conflict["next_action"]["do"] == steps[0]["do"] != for_submission["do"]

@@ -152,6 +152,10 @@ REL = "entries/rendezvous/torchrun-rendezvous-timeout.yaml"
      "  against: [PyTorch latest]"),
     ("  on: '2026-12-06'\n  against: [PyTorch 2.13]\n", "  on: 2026-11-30\n  against: [PyTorch 2.13]\n", "FDX004",
      "  on: 2026-11-30"),
+    # FDX044: a fix step for a signature the entry does not have
+    ("    why: The rendezvous completes the moment the last expected agent registers with the same endpoint and run id.\n",
+     "    why: The rendezvous completes the moment the last expected agent registers with the same endpoint and run id.\n"
+     "    for_signatures: [no-such-signature]\n", "FDX044", "    for_signatures: [no-such-signature]"),
     # FDX032: a version range that ends before it starts
     ("affects: []", "affects:\n  - software: pytorch\n    introduced: '2.5.0'\n    fixed: '2.4.0'", "FDX032",
      "  - software: pytorch\n    introduced"),

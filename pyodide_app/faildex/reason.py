@@ -422,11 +422,15 @@ def band(confidence: float) -> str:
 
 
 def next_action(c: Candidate, facts: dict) -> dict:
-    """The first fix step whose condition holds; else the first unconditional step that
-    is not an upgrade; an upgrade only when nothing else exists."""
+    """The first fix step whose condition holds; else the first step for a signature that
+    matched (a family entry's group); else the first unconditional step that is not an
+    upgrade; an upgrade only when nothing else exists."""
     steps = c.meta.get("fix") or [c.meta["next_action"]]
     all_facts = {**facts, **c.facts}
     chosen = next((s for s in steps if s.get("when") and compare(s["when"], all_facts)), None)
+    if chosen is None:
+        matched = {f["signature"] for f in c.evidence}
+        chosen = next((s for s in steps if matched & set(s.get("for_signatures") or ())), None)
     if chosen is None:
         chosen = next((s for s in steps if not s.get("when") and not s.get("upgrade")), None)
     if chosen is None:
