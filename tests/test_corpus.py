@@ -25,6 +25,9 @@ CORPUS = Path(__file__).resolve().parent / "corpus"
 ROOT = CORPUS.parent.parent
 # (top-1, top-3) minimums, and the false positives allowed when not 0; measured 2026-12-03 (fifth session) sealed 92.5 % / 97.5 %: see the note of issue 9
 THRESHOLDS = {"dev": (0.93, 0.93), "sealed": (0.91, 0.96),
+              # four fresh batches read on 2026-12-06 (79 logs) to find what was missed: 87.3 % /
+              # 89.9 % after the changes they led to
+              "dev-2": (0.84, 0.86),
               # a fresh batch collected 2026-12-04 (issue 27), measured once: 93.0 % / 95.3 %, hard 7/7
               "sealed-2": (0.90, 0.93),
               # a fresh batch collected 2026-12-05 (issue 27), measured once, unread: 78.3 % / 87.0 %, hard 4/6
