@@ -83,6 +83,22 @@ PY_PROJECTS = {
         "vllm/model_executor/models/registry.py", "vllm/transformers_utils/config.py"]),
 }
 EXCLUDE = re.compile(r"/(tests?|testing|_testing|benchmarks?|examples?)/")
+# Files inside an in-scope folder that no training run executes (exact paths or folder
+# prefixes). DeepSpeed (checked in 0.19.8 by what imports each file):
+# checkpoint/ds_to_universal.py is the offline ZeRO -> universal conversion script (the
+# engine imports only dp_index_to_str from it, which raises nothing); affine_transfer.py is
+# imported by nothing; reshape_*.py serve only DeepSpeedCheckpoint/ZeROCheckpoint's
+# reshaping, which only that script drives (zero_checkpoint.py and universal_checkpoint.py,
+# which training loads, stay); ops/triton_ops/fused_rms_norm.py and fused_rotary_pos_emb.py
+# are imported by nothing in the package. Kept although first proposed for leaving out:
+# checkpoint/autoep_*.py and affine.py (the engine and module_inject import and call them
+# when AutoEP / AutoTP models are set up, saved and loaded) and ops/triton_ops' MoE kernels
+# (autoep_fused_token_ops, swiglu_triton, group_gemm_triton: moe/ and auto_ep_layer run them).
+PY_EXCLUDE = {
+    "deepspeed": ["deepspeed/checkpoint/ds_to_universal.py", "deepspeed/checkpoint/affine_transfer.py",
+                  "deepspeed/checkpoint/reshape_", "deepspeed/ops/triton_ops/fused_rms_norm.py",
+                  "deepspeed/ops/triton_ops/fused_rotary_pos_emb.py"],
+}
 
 # ---------------------------------------------------------------- Python
 
@@ -638,7 +654,8 @@ def mine_release(project: str, args, ref: str | None) -> tuple[list[dict], dict]
         found = []
         for rel, text in archive_files(args.archive):
             if rel.endswith(".py") and rel.startswith(tuple(scope)) and not EXCLUDE.search("/" + rel) and \
-                    any(rel == sc or (sc.endswith("/") and rel.startswith(sc)) for sc in scope):
+                    any(rel == sc or (sc.endswith("/") and rel.startswith(sc)) for sc in scope) and \
+                    not rel.startswith(tuple(PY_EXCLUDE.get(project, ()))):
                 found += mine_python_text(text, rel)
         return found, {"repository": repo, "ref": f"v{args.release}", "mined_from": Path(args.archive).name}
     if project == "slurm":
