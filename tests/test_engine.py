@@ -1173,3 +1173,14 @@ def test_the_next_action_is_the_step_for_the_signature_that_matched(index):
     for_submission = next(s for s in steps if "batch-submission-refused" in s["for_signatures"])
     assert refused["next_action"]["do"] == for_submission["do"]
     assert conflict["next_action"]["do"] == steps[0]["do"] != for_submission["do"]
+
+
+def test_a_named_cause_is_not_headed_by_the_job_did_not_fail(index):
+    """A real log (dev-2, meta-pytorch/torchforge#590): sbatch refuses the job, then a
+    launcher traceback cut before its exception line, which the job model reads as outlived.
+    A signature names the cause, so the report must not open with 'The job did not fail'."""
+    log = ROOT / "tests" / "corpus" / "dev-2" / "d011-torchforge-sbatch-memory-spec-cannot-be-satisfied.log"
+    r = run_text(index, log.read_bytes())
+    assert primary_id(r) == "slurm-invalid-option"
+    assert r["job"].get("outlived")
+    assert not (r["verdict"] or "").startswith("The job did not fail")
