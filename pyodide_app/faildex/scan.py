@@ -477,11 +477,12 @@ class Source:
 
     def _scan(self, buf: bytes, end: int, final: bool, cr: bool | None = None) -> None:
         """Scan buf[:end] (cr: whether buf holds a \r, when the caller knows), in slices of
-        about SCAN_SLICE bytes cut after a \n: what a slice teaches (the shapes of
-        REPEAT_NOTE) serves the next one already."""
+        about SCAN_SLICE bytes cut after a \n while shapes are being learnt: what a slice
+        teaches (REPEAT_NOTE) serves the next one already. Where the first slice read no
+        shaped line the rest goes in one piece (each slice probes its start again)."""
         at = self.offset + self.bytes - len(buf)     # where buf starts in the input
         lo = 0
-        while end - lo > 2 * SCAN_SLICE:
+        while end - lo > 2 * SCAN_SLICE and (lo == 0 or self._repeat):
             hi = buf.rfind(b"\n", lo + SCAN_SLICE // 2, lo + SCAN_SLICE) + 1
             if hi == 0:
                 break
