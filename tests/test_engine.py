@@ -993,6 +993,22 @@ def _prefilter(kind: str, monkeypatch) -> None:
         monkeypatch.delenv("FAILDEX_PREFILTER", raising=False)
 
 
+def _plant_examples(anchors, index, lines, tmp_path, prefix: str, n_benign: int) -> list:
+    """For each anchor with a real example line of its own signature (one that holds the
+    anchor): a file of benign lines carrying the anchor around that example line."""
+    out = []
+    for n, anchor in enumerate(anchors):
+        own = next((ln for sig in index["signatures"] if anchor in sig["anchors"]
+                    for ln in lines.get(sig["entry"], []) if anchor in ln and re.search(sig["regex"], ln)), None)
+        if own is None:
+            continue
+        p = tmp_path / f"{prefix}{n:03d}.log"
+        p.write_bytes(_benign_anchor_lines(anchor, n_benign, n) + own.encode() + b"\n"
+                      + _benign_anchor_lines(anchor, n_benign, -n))
+        out.append(p)
+    return out
+
+
 @pytest.mark.parametrize("kind", ["re2", "passes"])
 def test_demoted_anchors_give_the_reports_of_the_plain_scan(entries, index, monkeypatch, tmp_path, kind):
     """With every anchor of a buffer's first candidate lines demoted (found by the searches
@@ -1013,16 +1029,9 @@ def test_demoted_anchors_give_the_reports_of_the_plain_scan(entries, index, monk
         generate_line_type(tmp_path / f"{n:02d}.log", lt, 60_000, seed=3)
         logs.append(tmp_path / f"{n:02d}.log")
     lines = _example_lines(entries)
-    planted = 0
-    for n, anchor in enumerate(index["anchors"][::8]):
-        own = next((ln for sig in index["signatures"] if anchor in sig["anchors"]
-                    for ln in lines.get(sig["entry"], []) if anchor in ln and re.search(sig["regex"], ln)), None)
-        if own is None:
-            continue
-        p = tmp_path / f"anchor{n:03d}.log"
-        p.write_bytes(_benign_anchor_lines(anchor, 300, n) + own.encode() + b"\n" + _benign_anchor_lines(anchor, 300, -n))
-        logs.append(p)
-        planted += 1
+    planted_files = _plant_examples(index["anchors"][::8], index, lines, tmp_path, "anchor", 300)
+    logs += planted_files
+    planted = len(planted_files)
     used = []
     original = scan.Source._dense
     monkeypatch.setattr(scan.Source, "_dense", lambda self, *a: used.append(original(self, *a)) or used[-1])
@@ -1111,16 +1120,10 @@ def test_repeated_reader_lines_give_the_reports_of_the_plain_scan(entries, index
         generate_line_type(tmp_path / f"{n:02d}.log", lt, 60_000, seed=4)
         logs.append(tmp_path / f"{n:02d}.log")
     lines = _example_lines(entries)
-    planted = digits = 0
-    for n, anchor in enumerate(a for a in index["anchors"] if any(w.decode() in a for w in reader)):
-        own = next((ln for sig in index["signatures"] if anchor in sig["anchors"]
-                    for ln in lines.get(sig["entry"], []) if anchor in ln and re.search(sig["regex"], ln)), None)
-        if own is None:
-            continue
-        p = tmp_path / f"reader{n:03d}.log"
-        p.write_bytes(_benign_anchor_lines(anchor, 200, n) + own.encode() + b"\n" + _benign_anchor_lines(anchor, 200, -n))
-        logs.append(p)
-        planted += 1
+    planted_files = _plant_examples([a for a in index["anchors"] if any(w.decode() in a for w in reader)],
+                                    index, lines, tmp_path, "reader", 200)
+    logs += planted_files
+    planted, digits = len(planted_files), 0
     for n, sig in enumerate(index["signatures"]):
         if not re.search(r"(?<!\\)\d", sig["regex"].replace("{", " ").replace("}", " ")):
             continue
