@@ -3,7 +3,7 @@
 #   make serve   setup, then the site at http://127.0.0.1:8000, rebuilt when an entry changes
 #   make check   the quick lane for an entry author (about 30 s): the validator, every entry's
 #                examples diagnosed as that entry, signature variants, the scoring rules, coverage
-#   make test    every test (what CI runs)
+#   make test    every test (what CI runs), on up to 4 cores (pytest-xdist; tests/conftest.py says how)
 #   make build   the site into site/, as CI builds it (fails on any entry problem)
 #   make wheel   the faildex wheel into dist/ (setuptools, offline, the index inside)
 
@@ -36,7 +36,7 @@ check: setup
 
 test: setup
 	$(BIN)/faildex validate
-	$(BIN)/pytest -q --durations=15
+	$(BIN)/pytest -q -n auto --maxprocesses 4 --durations=15
 
 build: setup
 	$(BIN)/mkdocs build --strict

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import random
 import re
 from dataclasses import dataclass, field
@@ -345,8 +346,9 @@ def _parsed(path: Path, rel, root: Path) -> tuple[dict, list[int]]:
     try:
         cached.parent.mkdir(parents=True, exist_ok=True)
         for old in cached.parent.glob("*.json"):
-            old.unlink()
-        tmp = cached.with_suffix(".tmp")
+            if old != cached:
+                old.unlink(missing_ok=True)
+        tmp = cached.with_suffix(f".{os.getpid()}.tmp")     # processes parsing at once write apart
         tmp.write_text(json.dumps({"data": plain, "lines": lines}), encoding="utf-8")
         tmp.replace(cached)
     except OSError:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import re
 import sys
 from pathlib import Path
@@ -204,8 +205,9 @@ def cached_index_path(root: Path) -> Path:
         index = build_index_or_exit(root)
         cache.mkdir(parents=True, exist_ok=True)
         for old in cache.glob("index-*.json"):
-            old.unlink()
-        tmp = path.with_suffix(".tmp")
+            if old != path:     # (another process of the test run may have just written this one)
+                old.unlink(missing_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(json.dumps(index, sort_keys=True, separators=(",", ":")), encoding="utf-8")
         tmp.replace(path)
     return path

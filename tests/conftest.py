@@ -11,6 +11,33 @@ sys.path.insert(0, str(ROOT / "pyodide_app"))
 sys.path.insert(0, str(ROOT))
 
 
+# `make test` runs the suite in parallel (pytest-xdist): each test file runs whole in one
+# worker (its module-scoped fixtures are made once), and the files that need the built site
+# share one worker, so the site is built once.
+SITE_FILES = {"test_browser.py", "test_diagnoser_assets.py", "test_diagnoser_ux.py", "test_filler.py",
+              "test_site.py"}
+SITE_FIXTURES = {"real_site", "fixture_site", "built", "origin"}
+
+
+def pytest_xdist_make_scheduler(config, log):
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByFile(LoadScopeScheduling):
+        def _split_scope(self, nodeid):
+            file = nodeid.split("::", 1)[0]
+            return "site" if Path(file).name in SITE_FILES else file
+
+    return ByFile(config, log)
+
+
+def pytest_collection_modifyitems(config, items):
+    strays = sorted({Path(str(item.fspath)).name for item in items
+                     if SITE_FIXTURES & set(getattr(item, "fixturenames", ()))} - SITE_FILES)
+    if strays:
+        raise pytest.UsageError(f"{', '.join(strays)} use the built site: add them to SITE_FILES in "
+                                f"tests/conftest.py, or the site is built again in another worker")
+
+
 @pytest.fixture(scope="session")
 def root() -> Path:
     return ROOT
