@@ -691,6 +691,21 @@ def test_one_colour_code_pattern_for_engine_validator_and_paste_box():
     assert text.log_lines("\x1b]0;train\x07\x1b[?25lRuntimeError: x") == ["RuntimeError: x"]
 
 
+def test_a_signatures_literal_counts_where_the_query_holds_its_words_whole(real_site):
+    # A regex's [Uu]nable to leaves the literal "nable to ", and "nable" is rare among entries
+    # only because it is half a word: a DeepSpeed warning that says "unable to detect it" (as
+    # printed in a public thread, tests/corpus/search-dev) once put a Slurm page first.
+    import subprocess
+    query = ("[2024-06-26 11:41:45,126] [WARNING] [real_accelerator.py:162:get_accelerator] Setting "
+             "accelerator to CPU. If you have GPU or other accelerator, we were unable to detect it.")
+    script = ("const F = require(process.argv[1]); const d = JSON.parse(require('fs').readFileSync(process.argv[2]));"
+              "console.log(JSON.stringify(new F(d).rank(process.argv[3], 3).map(r => r.id)));")
+    out = subprocess.run(["node", "-e", script, str(REPO / "site_template/static/assets/faildex/find.js"),
+                          str(real_site.site / "assets/faildex/search.json"), query],
+                         capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout)[0] == "deepspeed-accelerator-unavailable", out.stdout
+
+
 def test_every_page_section_has_its_partial_and_every_partial_a_section():
     partials = {p.name.removesuffix(".md.j2") for p in (REPO / "site_template" / "pages" / "sections").glob("*.md.j2")}
     assert partials == {sec.anchor for sec in S.ENTRY_SECTIONS}

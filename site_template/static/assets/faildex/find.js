@@ -190,6 +190,18 @@
     return line;
   }
 
+  // The part of a signature's literal that is whole words where the text holds it ("" when
+  // it does not): a regex's [Uu]nable to leaves the literal "nable to ", whose "nable" is
+  // rare among entries only because it is half a word, and "unable to" says nothing.
+  function wholeWords(text, lit) {
+    var at = text.indexOf(lit);
+    if (at < 0) return "";
+    var inner = lit;
+    if (/^\w/.test(lit) && at > 0 && /\w/.test(text[at - 1])) inner = inner.replace(/^\w+/, "");
+    if (/\w$/.test(lit) && /\w/.test(text[at + lit.length] || "")) inner = inner.replace(/\w+$/, "");
+    return inner;
+  }
+
   Finder.prototype.rank = function (query, limit) {
     var text = String(query || "").replace(ANSI, "");
     var lines = text.split(/\r\n|\r|\n/).map(function (l) { return l.trim(); })
@@ -224,7 +236,7 @@
           // a phrase, not one word (words are scored below), of 8 characters besides the
           // spaces around them (" error: " is in every log), with a word few entries use
           // ("timed out after", "is available" name nothing)
-          if (lit.trim().length >= 8 && /\W/.test(lit) && text.indexOf(lit) >= 0 && specific(lit))
+          if (lit.trim().length >= 8 && /\W/.test(lit) && specific(wholeWords(text, lit)))
             literal = Math.max(literal, s.weight * lit.length);
         });
       });
