@@ -47,9 +47,9 @@ THRESHOLDS = {"dev": (0.93, 0.93), "sealed": (0.91, 0.96),
               # 62.5 %, hard 0/3, no false positive
               "sealed-7": (0.56, 0.56),
               # a fresh batch of 71 logs collected 2026-12-06 by three collectors (14 hard, 8
-              # healthy), measured once unread with the session-start engine (3034b82): 70.4 % /
-              # 76.1 %, hard 7/14, no false positive
-              "sealed-8": (0.66, 0.71)}
+              # healthy), measured unread with the session-start engine (3034b82): 70.4 % / 76.1 %,
+              # hard 7/14, no false positive; at that session's end 74.6 % / 80.3 %
+              "sealed-8": (0.70, 0.75)}
 _THREAD = re.compile(r"https?://github\.com/([\w.-]+/[\w.-]+)/(?:issues|pull|discussions)/(\d+)")
 
 

@@ -993,6 +993,22 @@ def _prefilter(kind: str, monkeypatch) -> None:
         monkeypatch.delenv("FAILDEX_PREFILTER", raising=False)
 
 
+def _plant_examples(anchors, index, lines, tmp_path, prefix: str, n_benign: int) -> list:
+    """For each anchor with a real example line of its own signature (one that holds the
+    anchor): a file of benign lines carrying the anchor around that example line."""
+    out = []
+    for n, anchor in enumerate(anchors):
+        own = next((ln for sig in index["signatures"] if anchor in sig["anchors"]
+                    for ln in lines.get(sig["entry"], []) if anchor in ln and re.search(sig["regex"], ln)), None)
+        if own is None:
+            continue
+        p = tmp_path / f"{prefix}{n:03d}.log"
+        p.write_bytes(_benign_anchor_lines(anchor, n_benign, n) + own.encode() + b"\n"
+                      + _benign_anchor_lines(anchor, n_benign, -n))
+        out.append(p)
+    return out
+
+
 @pytest.mark.parametrize("kind", ["re2", "passes"])
 def test_demoted_anchors_give_the_reports_of_the_plain_scan(entries, index, monkeypatch, tmp_path, kind):
     """With every anchor of a buffer's first candidate lines demoted (found by the searches
@@ -1013,16 +1029,9 @@ def test_demoted_anchors_give_the_reports_of_the_plain_scan(entries, index, monk
         generate_line_type(tmp_path / f"{n:02d}.log", lt, 60_000, seed=3)
         logs.append(tmp_path / f"{n:02d}.log")
     lines = _example_lines(entries)
-    planted = 0
-    for n, anchor in enumerate(index["anchors"][::8]):
-        own = next((ln for sig in index["signatures"] if anchor in sig["anchors"]
-                    for ln in lines.get(sig["entry"], []) if anchor in ln and re.search(sig["regex"], ln)), None)
-        if own is None:
-            continue
-        p = tmp_path / f"anchor{n:03d}.log"
-        p.write_bytes(_benign_anchor_lines(anchor, 300, n) + own.encode() + b"\n" + _benign_anchor_lines(anchor, 300, -n))
-        logs.append(p)
-        planted += 1
+    planted_files = _plant_examples(index["anchors"][::8], index, lines, tmp_path, "anchor", 300)
+    logs += planted_files
+    planted = len(planted_files)
     used = []
     original = scan.Source._dense
     monkeypatch.setattr(scan.Source, "_dense", lambda self, *a: used.append(original(self, *a)) or used[-1])
@@ -1062,6 +1071,113 @@ def test_a_dense_benign_line_type_is_not_read_line_by_line(index, monkeypatch, k
     assert dense == plain
     assert dense["primary"]["id"] == "torchrun-rendezvous-timeout"
     assert dense["facts"]["ranks"] == list(range(64)) and dense["inputs"][0]["candidates"] == 25_001
+
+
+# ---------------------------------------------------------------- repeated reader lines (scan.REPEAT_NOTE)
+
+def _force_repeats(monkeypatch, scan, on: bool) -> None:
+    """Shapes from the first reader line of any buffer, inert after two reads, buffers blanked
+    when a quarter of their start is of inert shapes, slices of 4 KB (on); or never."""
+    if on:
+        for k, v in dict(REPEAT_MIN=1, REPEAT_READS=2, DENSE_MIN_BYTES=0, SCAN_SLICE=4096).items():
+            monkeypatch.setattr(scan, k, v)
+    else:
+        monkeypatch.setattr(scan, "REPEAT_MIN", 10 ** 9)
+
+
+def _digit_variants(sig_regex: str, line: str, n: int, seed: int) -> list[str] | None:
+    """n copies of line with its numbers changed so that the signature no longer matches it
+    (the same shape: scan.REPEAT_NOTE drops digits); None when no such change is found."""
+    import random
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n * 4):
+        v = re.sub(r"\d+", lambda m: str(rng.randrange(10 ** len(m.group(0)))), line)
+        if not re.search(sig_regex, v) and not re.search(sig_regex, parse_prefix(v)[1]):
+            out.append(v)
+            if len(out) == n:
+                return out
+    return None
+
+
+@pytest.mark.parametrize("kind", ["re2", "passes"])
+def test_repeated_reader_lines_give_the_reports_of_the_plain_scan(entries, index, monkeypatch, tmp_path, kind):
+    """With shapes learnt from two reads and buffers blanked early (_force_repeats), every log of
+    both corpora, the healthy corpus, every profile line type, the multi-rank dev runs, and two
+    kinds of planted files get the report of the plain scan: benign lines that hold a reader's
+    word and an anchor around a real example line of that anchor's signature; and real example
+    lines whose numbers were changed so that their own signature does not match them (the same
+    shape: what the union of supersets must still tell apart), around the real line."""
+    from bench.profiles import generate_line_type, line_types
+    from faildex import scan
+
+    _prefilter(kind, monkeypatch)
+    plan = scan.plan_for(index)
+    reader = plan.reader_words({})
+    logs = sorted((ROOT / "tests" / "corpus").glob("*/*.log")) + HEALTHY
+    logs += sorted((ROOT / "tests" / "corpus" / "ranks" / "dev").glob("*/*.log"))
+    for n, lt in enumerate(line_types()):
+        generate_line_type(tmp_path / f"{n:02d}.log", lt, 60_000, seed=4)
+        logs.append(tmp_path / f"{n:02d}.log")
+    lines = _example_lines(entries)
+    planted_files = _plant_examples([a for a in index["anchors"] if any(w.decode() in a for w in reader)],
+                                    index, lines, tmp_path, "reader", 200)
+    logs += planted_files
+    planted, digits = len(planted_files), 0
+    for n, sig in enumerate(index["signatures"]):
+        if not re.search(r"(?<!\\)\d", sig["regex"].replace("{", " ").replace("}", " ")):
+            continue
+        for ln in lines.get(sig["entry"], []):
+            if not re.search(sig["regex"], ln) or not ln.isascii() or not any(w.decode() in ln for w in reader):
+                continue
+            variants = _digit_variants(sig["regex"], ln, 120, n)
+            if variants:
+                p = tmp_path / f"digits{n:04d}.log"
+                p.write_text("\n".join(variants[:60] + [ln] + variants[60:]) + "\n")
+                logs.append(p)
+                digits += 1
+            break
+    counted = []
+    original = scan.Source._masked_lines
+
+    def spy(self, masked, spans):
+        original(self, masked, spans)
+        counted.append(len(masked.starts))
+    monkeypatch.setattr(scan.Source, "_masked_lines", spy)
+    got = {}
+    for on in (True, False):
+        _force_repeats(monkeypatch, scan, on)
+        got[on] = [diagnose([str(p)], index) for p in logs]
+    assert planted > 40 and digits > 10 and len(logs) > 500, (planted, digits, len(logs))
+    assert sum(counted) > 12_000, sum(counted)        # lines blanked and counted, not read: 17,816 today
+    for path, a, b in zip(logs, got[True], got[False]):
+        assert a == b, path.name
+
+
+@pytest.mark.parametrize("kind", ["re2", "passes"])
+def test_a_repeated_reader_line_type_is_counted_not_read(index, monkeypatch, kind):
+    """6 MB of one benign line type holding a reader's word and an anchor ("KeyError:"), from 64
+    ranks, with the failure at the end: with the default thresholds, fewer than 2 % of its
+    lines are read in full, and the report is the plain scan's: the failure, every rank, the
+    error lines counted, the last of them where it is."""
+    from faildex import scan
+
+    _prefilter(kind, monkeypatch)
+    plan = scan.Plan(index)
+    anchor = "KeyError:"
+    assert anchor in index["anchors"]
+    data = b"".join(_benign_anchor_lines(anchor, 1000, i) for i in range(60)) + TIMEOUT_LINE.encode()
+    assert len(data) > 3 * scan.SCAN_SLICE and any(w in anchor.encode() for w in plan.reader_words({}))
+    read = []
+    original = scan.Source._candidate
+    monkeypatch.setattr(scan.Source, "_candidate", lambda self, *a: read.append(1) or original(self, *a))
+    fast = run_text(index, data, chunk=8 << 20)
+    assert len(read) < 0.02 * 60_000, len(read)
+    _force_repeats(monkeypatch, scan, False)
+    plain = run_text(index, data, chunk=8 << 20)
+    assert fast == plain
+    assert fast["primary"]["id"] == "torchrun-rendezvous-timeout"
+    assert fast["facts"]["ranks"] == list(range(64)) and fast["inputs"][0]["candidates"] == 60_001
 
 
 def test_the_browsers_automaton_marks_the_lines_the_cli_marks(index, monkeypatch, tmp_path):
@@ -1173,3 +1289,14 @@ def test_the_next_action_is_the_step_for_the_signature_that_matched(index):
     for_submission = next(s for s in steps if "batch-submission-refused" in s["for_signatures"])
     assert refused["next_action"]["do"] == for_submission["do"]
     assert conflict["next_action"]["do"] == steps[0]["do"] != for_submission["do"]
+
+
+def test_a_named_cause_is_not_headed_by_the_job_did_not_fail(index):
+    """A real log (dev-2, meta-pytorch/torchforge#590): sbatch refuses the job, then a
+    launcher traceback cut before its exception line, which the job model reads as outlived.
+    A signature names the cause, so the report must not open with 'The job did not fail'."""
+    log = ROOT / "tests" / "corpus" / "dev-2" / "d011-torchforge-sbatch-memory-spec-cannot-be-satisfied.log"
+    r = run_text(index, log.read_bytes())
+    assert primary_id(r) == "slurm-invalid-option"
+    assert r["job"].get("outlived")
+    assert not (r["verdict"] or "").startswith("The job did not fail")

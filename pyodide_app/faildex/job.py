@@ -142,6 +142,12 @@ class JobLines:
         self._take(text, meta, rest, line_no)
         return self.wants_following()
 
+    def state(self) -> tuple:
+        """What a line may have changed here (scan.REPEAT_NOTE)."""
+        ras = self.ras
+        return (len(self.events) + self.dropped, len(self.open_tb), self.block is not None,
+                id(ras) if ras is not None else 0, len(ras["counts"]) if ras is not None else 0)
+
     def wants_following(self) -> bool:
         return self.budget > 0 and (bool(self.open_tb) or self.block is not None)
 

@@ -875,7 +875,10 @@ def _verdict(report: dict, verdict: dict) -> str | None:
     """The report's first sentence: who started it (the job model), else what (the primary)."""
     top = report["suspects"][0] if report.get("suspects") else None
     decided = verdict["suspects"][0] if verdict["suspects"] else None
-    if verdict.get("verdict") and ((top is not None and decided is not None and top["rank"] == decided["rank"])
+    # the job model saw no failure, but a signature named a cause (a line outside any rank's
+    # events, e.g. sbatch refusing the job): "the job did not fail" would contradict it
+    contradicted = verdict["job"].get("outlived") and report.get("primary") is not None
+    if verdict.get("verdict") and not contradicted and ((top is not None and decided is not None and top["rank"] == decided["rank"])
                                    or (top is None and decided is None)):
         return verdict["verdict"]
     # dumps or the hang lines name a rank more specifically than the job model did: the

@@ -15,6 +15,9 @@ import codecs
 import os
 import re
 from bisect import bisect_right
+from collections import Counter
+from itertools import accumulate
+from operator import itemgetter
 
 from . import context
 from .lines import fold, parse_prefix, strip_ansi
@@ -55,8 +58,28 @@ ERROR_WORDS = ("rror", "RROR", "xception", "FATAL")
 REWRITTEN = ("\x1b", "\\", '{"')
 # A buffer with at least this many candidate lines sorts them in bulk (Source._live)
 BULK_LINES = 16
+SCAN_SLICE = 1 << 20      # a chunk is scanned in slices of about this size (Source._scan)
 SAMPLE_BYTES = 1 << 16   # of the candidates, to choose the live passes' key bytes
 ORIGIN_QUIET, ORIGIN_SAMPLE = 2048, 32  # how skipped lines are read for their origin (_origin)
+# REPEAT_NOTE. A line a reader wants (it holds "Error", "FATAL", a job word) is read in
+# full, ~60 us in Python, so a benign line type that holds such a word and an anchor
+# ("... note FATAL (batch 3, 0.51 s)" on every step) would make a log crawl at ~1 MB/s.
+# In a buffer with at least REPEAT_MIN such lines, each gets a shape: its bytes without
+# digits and hex letters (_SHAPE_DELETE: one bytes.translate over all of them, so that
+# numbers, times, ranks and ids fall out). Once REPEAT_READS lines of a shape in a row were
+# read and changed nothing but the error tallies (no finding, job event, stack or fact:
+# Source._state), the later lines of that shape are counted, not read, unless a signature
+# may match them: the buffer's such lines are searched once with the union of the
+# supersets of every signature whose anchor can be in that shape (Plan.shape_signatures),
+# and the lines it matches are read as before. The last line counted in a buffer is read,
+# so that the latest error line is where it was. A buffer (split on \n alone) whose lines
+# are mostly of inert shapes goes further (Source._mask): the prefilter sees it with those
+# lines blanked, and they are counted in bulk, their origins read as skipped lines' are.
+REPEAT_MIN = 64
+REPEAT_READS = 16
+REPEAT_SHAPES = 4096      # shapes remembered per input
+REPEAT_LINE = 1024        # a longer line is always read
+_SHAPE_DELETE = b"0123456789abcdefABCDEF"
 
 _CONTROL = bytes(b for b in range(32) if b not in (9, 10, 12, 13, 27)) + b"\x7f"
 
@@ -135,6 +158,11 @@ class Plan:
         # where the regex engine cannot run it; the checks of each set of demoted anchors
         self.superset: dict[int, str | None] = {}
         self._dense_checks: dict[tuple, DenseChecks] = {}
+        self.signatures = index["signatures"]
+        self._unions: dict[frozenset, object] = {}     # signature_union's memo
+        # each anchor as it is in a shape (REPEAT_NOTE), and the signatures each shape may hold
+        self._shaped_anchors = [(a.translate(None, _SHAPE_DELETE), a) for a in every]
+        self._shape_sigs: dict[bytes, frozenset] = {}
         # A candidate line holds an anchor; most such lines in a healthy job match nothing.
         # One that holds no word of a reader (the job model, the hang lines, the error and
         # traceback checks: reader_words) and no signature's literal can change nothing but
@@ -191,6 +219,62 @@ class Plan:
                 return False
         return True
 
+    def block_signatures(self, shapes, block: bytes) -> frozenset:
+        """The signatures lines of these shapes may hold an anchor of (shape_signatures); for
+        the standard library's regex, only those whose literal is in block (a signature
+        matches only a line that holds its literal): sre tries every alternative of a union
+        at each position, where RE2's DFA runs them at once."""
+        ids = frozenset().union(*map(self.shape_signatures, shapes))
+        if self._re2 is not None:
+            return ids
+        literals = {self.signatures[n]["literal"] for n in ids}
+        present = {lit for lit in literals if not lit or lit.encode() in block}
+        return ids if len(present) == len(literals) else frozenset(
+            n for n in ids if self.signatures[n]["literal"] in present)
+
+    def shape_signatures(self, shape: bytes) -> frozenset:
+        """The signatures a line of this shape (REPEAT_NOTE) may hold an anchor of: an anchor
+        in a line is, without digits and hex letters, in the line's shape."""
+        ids = self._shape_sigs.get(shape)
+        if ids is None:
+            if len(self._shape_sigs) >= REPEAT_SHAPES:
+                self._shape_sigs.clear()
+            ids = self._shape_sigs[shape] = frozenset(
+                n for cut, a in self._shaped_anchors if cut in shape for n, *_ in self.sigs_by_anchor[a])
+        return ids
+
+    def signature_union(self, ids: frozenset) -> list | None:
+        """(?m) regexes of the supersets of these signatures that together match, in a block
+        of lines, at least wherever one of them matches a line: one RE2 union where RE2 is
+        installed; with the standard library, one per leading literal, written as the
+        literal and an alternation of the rests (sre scans for a literal prefix, where a
+        union of alternatives is tried at every position). None when a signature has no
+        superset or a regex does not compile."""
+        if ids not in self._unions:
+            if len(self._unions) >= 64:
+                self._unions.clear()
+            patterns = set()
+            for n in ids:
+                if n not in self.superset:
+                    self.superset[n] = _re2_signature(self._re2, self.signatures[n]["regex"])
+                patterns.add(self.superset[n])
+            union = None
+            if None not in patterns and patterns:
+                try:
+                    if self._re2 is not None:
+                        union = [_re2_compile(self._re2, ("(?m)" + "|".join(f"(?:{p})" for p in sorted(patterns))).encode())]
+                    else:
+                        groups: dict[str, list[str]] = {}
+                        for p in sorted(patterns):
+                            lead = _leading_literal(p)
+                            groups.setdefault(lead, []).append(p[len(lead):])
+                        union = [re.compile(("(?m)" + re.escape(lead) + "(?:" + "|".join(f"(?:{r})" for r in rests) + ")").encode())
+                                 for lead, rests in groups.items()]
+                except Exception:    # re2.error, re.error
+                    union = None
+            self._unions[ids] = union
+        return self._unions[ids]
+
     def dense_checks(self, dense: frozenset, reader: frozenset) -> "DenseChecks | None":
         """The checks for a set of demoted anchors; None when they do not compile (RE2's
         memory bound), and the buffer is scanned as it is."""
@@ -231,7 +315,7 @@ class _Which:
         if self.rx is None:
             self.rx = re.compile(b"(?=(" + _trie(self.words) + b"))")
         found = set()
-        for a in self.rx.findall(seg):
+        for a in set(self.rx.findall(seg)):     # (a block of lines holds one many times)
             found.add(a)
             for b in self.longer[a]:
                 if b in seg:
@@ -296,6 +380,10 @@ class Source:
         self.shapes: dict[str, dict] = {}
         self.last_ts = None
         self.candidates = 0       # lines the prefilter passed to the signatures
+        self._recorded = 0        # findings recorded (_state)
+        self._repeat: dict[bytes, int] = {}   # shape -> reads in a row that changed nothing (REPEAT_NOTE)
+        self._repeat_errors: dict[bytes, int] = {}   # shape -> error lines one of its lines counts, where it changes the tallies
+        self._inert: set[bytes] = set()           # shapes read REPEAT_READS times in a row to no effect
         self._quiet = 0           # skipped candidate lines in a row that named no new origin (_origin)
         # Findings of the current buffer that still need their context lines: only
         # the kept ones get them, once, at the end of the buffer (see _scan).
@@ -349,6 +437,7 @@ class Source:
         else:
             self.carry = b""
         self.plan = None
+        self._repeat, self._repeat_errors, self._inert = {}, {}, set()
         return self
 
     def close(self, truncated: str | None = None) -> None:
@@ -387,7 +476,21 @@ class Source:
     # ------------------------------------------------------------ the scan
 
     def _scan(self, buf: bytes, end: int, final: bool, cr: bool | None = None) -> None:
-        """cr: whether buf holds a \r, when the caller knows."""
+        """Scan buf[:end] (cr: whether buf holds a \r, when the caller knows), in slices of
+        about SCAN_SLICE bytes cut after a \n while shapes are being learnt: what a slice
+        teaches (REPEAT_NOTE) serves the next one already. Where the first slice read no
+        shaped line the rest goes in one piece (each slice probes its start again)."""
+        at = self.offset + self.bytes - len(buf)     # where buf starts in the input
+        lo = 0
+        while end - lo > 2 * SCAN_SLICE and (lo == 0 or self._repeat):
+            hi = buf.rfind(b"\n", lo + SCAN_SLICE // 2, lo + SCAN_SLICE) + 1
+            if hi == 0:
+                break
+            self._scan_slice(buf[lo:hi], hi - lo, False, cr, at + lo)
+            lo = hi
+        self._scan_slice(buf[lo:] if lo else buf, end - lo, final, cr, at + lo)
+
+    def _scan_slice(self, buf: bytes, end: int, final: bool, cr: bool | None, at: int) -> None:
         plan = self.plan
         self._end, self._final = end, final
         if self.first_lines is None:
@@ -403,55 +506,97 @@ class Source:
         if self._job_next and self.job.wants_following():
             self._follow_job(buf, 1 if self.ended_cr and buf[:1] == b"\n" else 0, end, final, self.lines + 1)
         # Context (versions, launcher) from every line near the start of the input.
-        if self.offset + self.bytes - len(buf) < HEAD_BYTES:
+        if at < HEAD_BYTES:
             self._head(buf, end)
         spans: dict[int, int] = {}   # candidate segment start -> end
         if cr is None:
             cr = b"\r" in buf
-        dense = self._dense(buf, end, cr)
+        masked = self._mask(buf, end, cr)
+        seen = buf if masked is None else masked.buf     # what the prefilter searches
+        dense = self._dense(seen, end, cr)
         if dense is None:
-            _collect_spans(plan.passes, buf, end, cr, spans)
+            _collect_spans(plan.passes, seen, end, cr, spans)
         else:
-            _collect_spans(dense.rest, buf, end, cr, spans)
-            self._dense_lines(dense, buf, end, spans)
+            _collect_spans(dense.rest, seen, end, cr, spans)
+            self._dense_lines(dense, seen, end, spans)
+        lines_before = self.lines
+        if masked is not None:
+            self._masked_lines(masked, spans)
+        counted = None if masked is None else masked.last_error
+        tally_at = -1        # the start of the last line read that changed the error tallies
         if spans:
             starts = sorted(spans)
             self.candidates += len(starts)
             read, literal = (self._live(buf, starts, spans) if plan.bulk and len(starts) >= BULK_LINES
                              else (None, None))
+            shapes, maybe = (self._repeats(buf, [s for s in starts if s in read], literal, spans)
+                             if read is not None and len(read) >= REPEAT_MIN else ({}, ()))
+            inert, touch = self._inert, self._repeat_errors
             job = self.job
             counted_to, line_no = 0, self.lines
             skipped = None       # (start, stop) of the last line skipped since the last one read
             handled = 0          # where the last candidate line handled ends
             for start in starts:
-                if read is not None and start not in read and not job.open_tb and job.block is None \
-                        and (start not in literal or not self._matches(buf[start:spans[start]])):
+                if read is not None and not job.open_tb and job.block is None:
                     # (an open traceback or launcher report reads every line)
-                    self._quiet += 1
-                    if self._quiet <= ORIGIN_QUIET or not self._quiet % ORIGIN_SAMPLE:
-                        self._origin(buf[start:spans[start]])
-                        skipped = None
+                    if start not in read:
+                        skip = start not in literal or not self._matches(buf[start:spans[start]])
                     else:
-                        skipped = (start, spans[start])
-                    handled = spans[start]
-                    continue
+                        shape = shapes.get(start)
+                        skip = shape in inert and start not in maybe
+                        if skip and shape in touch:
+                            self.error_lines += touch[shape]
+                            if counted is None or start > counted[0]:     # (a blanked one may be later)
+                                counted = (start, spans[start], touch[shape])
+                    if skip:
+                        self._quiet += 1
+                        if self._quiet <= ORIGIN_QUIET or not self._quiet % ORIGIN_SAMPLE:
+                            self._origin(buf[start:spans[start]])
+                            skipped = None
+                        else:
+                            skipped = (start, spans[start])
+                        handled = spans[start]
+                        continue
                 if dense is not None:
                     skipped = dense.last_line(buf, handled, start, skipped)
+                if masked is not None:
+                    skipped = masked.last_line(handled, start, skipped)
                 if skipped is not None:
                     self._origin(buf[skipped[0]:skipped[1]])   # the time a finding may inherit
                     skipped = None
                 line_no += buf.count(b"\n", counted_to, start)
                 counted_to = start
                 present = plan.anchors_in(buf[start:spans[start]])
-                self._candidate(buf, start, spans[start], line_no + 1, present)
+                shape = shapes.get(start)
+                tallies = self._tallies()
+                if shape is None:
+                    self._candidate(buf, start, spans[start], line_no + 1, present)
+                else:
+                    self._read_shaped(shape, buf, start, spans[start], line_no + 1, present, tallies)
+                if self._tallies() != tallies:
+                    tally_at = start
                 handled = spans[start]
             if dense is not None:
                 skipped = dense.last_line(buf, handled, end, skipped)
+            if masked is not None:
+                skipped = masked.last_line(handled, end, skipped)
             if skipped is not None:
                 self._origin(buf[skipped[0]:skipped[1]])
             self.lines = line_no + buf.count(b"\n", counted_to, end)
         else:
+            handled = 0
+            if masked is not None:
+                skipped = masked.last_line(0, end, None)
+                if skipped is not None:
+                    self._origin(buf[skipped[0]:skipped[1]])
             self.lines += buf.count(b"\n", 0, end)
+        if counted is not None and counted[0] > tally_at:
+            # the last line counted, not read, that the error tallies would have taken is
+            # read: the latest error line, exception and sample are where they are
+            start, stop, increment = counted
+            self.error_lines -= increment
+            self._candidate(buf, start, stop, lines_before + buf.count(b"\n", 0, start) + 1,
+                            plan.anchors_in(buf[start:stop]))
         for d, start, stop in self._unattached.values():
             self._attach_context(d, buf, start, stop)
         self._unattached = {}
@@ -566,6 +711,137 @@ class Source:
             # than the window) a point inside it: the last segment that starts at or before it
             found.append({starts[bisect_right(offsets, h) - 1] for h in hits})
         return found[0], found[1]
+
+    def _mask(self, buf: bytes, end: int, cr: bool) -> "Masked | None":
+        """REPEAT_NOTE: buf[:end] with the lines of inert shapes blanked, when they are most
+        of its lines (its start tells, then the whole of it), and no traceback or launcher
+        report is open (they read every line)."""
+        inert = self._inert
+        if not inert or cr or not self.plan.bulk or end < DENSE_MIN_BYTES \
+                or self.job.open_tb or self.job.block is not None:
+            return None
+        probe_end = buf.rfind(b"\n", 0, min(end, DENSE_PROBE)) + 1
+        probe = buf[:probe_end].translate(None, _SHAPE_DELETE).split(b"\n")
+        if sum(sh in inert for sh in probe) * 2 < len(probe):
+            return None
+        region = buf[:end]
+        lines = region.split(b"\n")
+        shapes = region.translate(None, _SHAPE_DELETE).split(b"\n")
+        blanked = [i for i, sh in enumerate(shapes) if sh in inert]
+        if len(blanked) * 2 < len(lines):
+            return None
+        ends = list(accumulate(map(len, lines)))     # line i spans [ends[i - 1] + i, ends[i] + i)
+        starts = [ends[i - 1] + i if i else 0 for i in blanked]
+        kept = lines[:]
+        blanks: dict[int, bytes] = {}
+        for i in blanked:
+            n = len(lines[i])
+            kept[i] = blanks.get(n) or blanks.setdefault(n, b" " * n)
+        pick = itemgetter(*blanked) if len(blanked) > 1 else (lambda seq: (seq[blanked[0]],))
+        return Masked(b"\n".join(kept), starts, [ends[i] + i for i in blanked], list(pick(lines)), list(pick(shapes)))
+
+    def _masked_lines(self, masked: "Masked", spans: dict[int, int]) -> None:
+        """The blanked lines (Source._mask): those a signature may match go back to spans,
+        to be read; the others are counted as error lines where their shape is one, and
+        their origins read as skipped lines' are."""
+        plan = self.plan
+        block = b"\n".join(masked.lines)
+        ids = plan.block_signatures(set(masked.shapes), block)
+        union = plan.signature_union(ids) if ids else None
+        maybe: set[int] = set()
+        if ids and union is None:
+            maybe = set(range(len(masked.starts)))
+        elif union is not None:
+            maybe = _block_lines(union, block, masked.lines)
+        if maybe:
+            keep = [i for i in range(len(masked.starts)) if i not in maybe]
+            for i in maybe:
+                spans[masked.starts[i]] = masked.ends[i]
+            masked.starts = [masked.starts[i] for i in keep]
+            masked.ends = [masked.ends[i] for i in keep]
+            masked.lines = [masked.lines[i] for i in keep]
+            masked.shapes = [masked.shapes[i] for i in keep]
+        n = len(masked.starts)
+        self.candidates += n
+        touch = self._repeat_errors
+        counts = Counter(masked.shapes)
+        self.error_lines += sum(c * touch[sh] for sh, c in counts.items() if sh in touch)
+        if any(sh in touch for sh in counts):
+            last = next(i for i in range(n - 1, -1, -1) if masked.shapes[i] in touch)
+            masked.last_error = (masked.starts[last], masked.ends[last], touch[masked.shapes[last]])
+        # their origins, as _scan reads a skipped line's: each line's until ORIGIN_QUIET in a
+        # row name no new host or rank, then one in ORIGIN_SAMPLE
+        last_ts, i = self.last_ts, 0
+        while i < n:
+            if self._quiet >= ORIGIN_QUIET:
+                step = ORIGIN_SAMPLE - self._quiet % ORIGIN_SAMPLE    # to the next multiple
+                if i + step > n:
+                    self._quiet += n - i
+                    break
+                i += step - 1
+                self._quiet += step
+            else:
+                self._quiet += 1
+            self._origin(masked.lines[i])
+            i += 1
+        self.last_ts = last_ts      # (the time a finding inherits is the last line's before it: last_line)
+        masked.lines = masked.shapes = None
+
+    def _repeats(self, buf: bytes, starts: list[int], literal: set[int],
+                 spans: dict[int, int]) -> tuple[dict[int, bytes], set[int]]:
+        """REPEAT_NOTE: the shape of each of these lines that a reader wants (none for a
+        line that is always read), and those of them that a signature may match."""
+        segs = [buf[s:spans[s]] for s in starts]
+        cut = b"\n".join(segs).translate(None, _SHAPE_DELETE).split(b"\n")
+        shapes: dict[int, bytes] = {}
+        check, check_segs = [], []
+        for start, seg, shape in zip(starts, segs, cut):
+            # (a line read in another form than its bytes is always read, as is a non-ASCII
+            # one: the supersets run on bytes, where \w is ASCII)
+            if len(seg) > REPEAT_LINE or not seg.isascii() or b"\x1b" in seg or b"\\" in seg or b'{"' in seg:
+                continue
+            shapes[start] = shape
+            if start in literal:
+                check.append(start)
+                check_segs.append(seg)
+        maybe: set[int] = set()
+        if check:
+            plan = self.plan
+            block = b"\n".join(check_segs)
+            ids = plan.block_signatures({shapes[s] for s in check}, block)
+            union = plan.signature_union(ids) if ids else None
+            if union is None:
+                return shapes, set(check) if ids else maybe
+            maybe = {check[k] for k in _block_lines(union, block, check_segs)}
+        return shapes, maybe
+
+    def _read_shaped(self, shape: bytes, buf: bytes, start: int, stop: int, line_no: int, anchors: list,
+                     tallies: tuple) -> None:
+        """Read a line that has a shape (REPEAT_NOTE), and count the reads in a row after
+        which the shape had changed nothing but the error tallies (tallies: before the read).
+        A shape whose lines are error lines is not counted before the first error samples
+        are taken: they are read lines' (MAX_ERROR_SAMPLES)."""
+        before = self._state()
+        self._candidate(buf, start, stop, line_no, anchors)
+        repeat = self._repeat
+        if self._state() != before:
+            repeat[shape] = 0
+        elif shape in repeat or len(repeat) < REPEAT_SHAPES:
+            repeat[shape] = repeat.get(shape, 0) + 1
+            after = self._tallies()
+            if after != tallies:
+                self._repeat_errors[shape] = after[0] - tallies[0]
+            if repeat[shape] >= REPEAT_READS and (
+                    not self._repeat_errors.get(shape) or len(self.error_samples) >= MAX_ERROR_SAMPLES):
+                self._inert.add(shape)
+
+    def _state(self) -> tuple:
+        """What reading a line may change, beyond the error tallies and the origins."""
+        return (self._recorded, len(self.facts), self.job.state(), self.hang.state())
+
+    def _tallies(self) -> tuple:
+        """The error tallies a line read may change (Source._error_like, TRACE_MARKERS)."""
+        return (self.error_lines, self.last_error_line, id(self.last_exception))
 
     def _matches(self, raw: bytes) -> bool:
         """Whether a signature may match this line, which holds a literal and no reader's
@@ -789,6 +1065,7 @@ class Source:
         return d
 
     def _record(self, n: int, finding: dict) -> None:
+        self._recorded += 1
         c = self.counts.get(n, 0) + 1
         self.counts[n] = c
         kept = self.findings.setdefault(n, [])
@@ -1203,6 +1480,35 @@ def _re2_superset(pattern: str, loose: bool = False) -> str:
     return "".join(out)
 
 
+def _leading_literal(pattern: str) -> str:
+    """The plain text a regex starts with, which every match starts with: letters, digits,
+    spaces and a few marks up to the first other character, or "" where the pattern has an
+    alternation outside any group (its first branch's text is no prefix of the others)."""
+    depth, i, n = 0, 0, len(pattern)
+    while i < n:                     # a `|` at depth 0, outside classes and escapes
+        ch = pattern[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == "[":
+            i += 1
+            while i < n and pattern[i] != "]" or pattern[i - 1:i + 1] == "[]" or pattern[i - 2:i + 1] == "[^]":
+                i += 2 if pattern[i] == "\\" else 1
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "|" and depth == 0:
+            return ""
+        i += 1
+    m = re.match(r"[A-Za-z0-9 _:,=<>'\"-]*", pattern)
+    lead = m.group(0)
+    # a quantifier after the run applies to its last character, which is then no prefix
+    if lead and pattern[len(lead):len(lead) + 1] in ("*", "+", "?", "{"):
+        lead = lead[:-1]
+    return lead
+
+
 def _re2_signature(re2, pattern: str) -> str | None:
     """The superset of a signature that RE2 (or, without it, the standard library)
     compiles, or None. Its loose form: RE2 refuses nested counts whose product passes its
@@ -1216,6 +1522,42 @@ def _re2_signature(re2, pattern: str) -> str | None:
         return sup
     except Exception:    # re2.error, or a group the rewrite could not close
         return None
+
+
+def _block_lines(union: list, block: bytes, lines: list[bytes]) -> set[int]:
+    """The lines (their indexes) of block, lines joined by \\n, that a regex of union
+    matches in: a superset's match may span lines (a \\s matches the \\n between two), and
+    each line it touches may hold a signature's match."""
+    found: set[int] = set()
+    offsets = None
+    for rx in union:
+        pos = 0
+        while (m := rx.search(block, pos, len(block))) is not None:
+            if offsets is None:     # where each line starts, once there is a match
+                offsets = [0] + [e + k + 1 for k, e in enumerate(accumulate(map(len, lines)))]
+            first = bisect_right(offsets, m.start()) - 1
+            last = bisect_right(offsets, max(m.start(), m.end() - 1)) - 1
+            found.update(range(first, min(last, len(lines) - 1) + 1))
+            pos = m.end() if m.end() > m.start() else m.start() + 1
+    return found
+
+
+class Masked:
+    """A buffer's lines of inert shapes (REPEAT_NOTE, Source._mask): the buffer the
+    prefilter searches, with them blanked; their starts, bytes and shapes."""
+
+    def __init__(self, buf: bytes, starts: list[int], ends: list[int], lines: list[bytes], shapes: list[bytes]):
+        self.buf, self.starts, self.ends, self.lines, self.shapes = buf, starts, ends, lines, shapes
+        # (start, stop, error lines counted) of the last one whose shape changes the error tallies
+        self.last_error: tuple[int, int, int] | None = None
+
+    def last_line(self, lo: int, hi: int, skipped: tuple | None) -> tuple | None:
+        """The last line skipped before hi, whose time a finding there may inherit: skipped,
+        or a blanked line starting in [lo, hi), whichever is later."""
+        k = bisect_right(self.starts, hi - 1) - 1
+        if k < 0 or self.starts[k] < lo or (skipped is not None and self.starts[k] < skipped[1]):
+            return skipped
+        return self.starts[k], self.ends[k]
 
 
 class DenseChecks:
@@ -1277,9 +1619,46 @@ def _re2_pattern(words: list[bytes]) -> bytes:
                      for w in words)
 
 
-def _re2_compile(re2, pattern: bytes):
+def _re2_compile(re2, pattern: bytes) -> "_Re2":
     options = re2.Options()
     options.encoding = re2.Options.Encoding.LATIN1
     options.never_capture = True
     options.max_mem = RE2_MAX_MEM
-    return re2.compile(pattern, options)
+    return _Re2(re2, re2.compile(pattern, options))
+
+
+class _Re2:
+    """A compiled RE2 regex whose search(buf, pos, end) calls the binding's Match directly:
+    google-re2's Python search builds a generator and a match object on every call
+    (4.3 us a hit here against 1.3 us), and the scan searches once per candidate line.
+    Where the binding is not as expected (another google-re2), its own search runs."""
+    __slots__ = ("rx", "_match", "_anchor")
+
+    def __init__(self, re2, rx):
+        self.rx = rx
+        regexp, anchor = getattr(rx, "_regexp", None), getattr(getattr(re2, "_Anchor", None), "UNANCHORED", None)
+        self._match = regexp.Match if regexp is not None and anchor is not None else None
+        self._anchor = anchor
+
+    def search(self, buf: bytes, pos: int = 0, end: int | None = None):
+        if self._match is None:
+            return self.rx.search(buf, pos, len(buf) if end is None else end)
+        end = len(buf) if end is None else min(end, len(buf))
+        if pos > end:
+            return None
+        start, stop = self._match(self._anchor, buf, max(0, pos), end)[0]
+        return None if start < 0 else _Hit(start, stop)
+
+
+class _Hit:
+    """Where a _Re2 search matched."""
+    __slots__ = ("_start", "_end")
+
+    def __init__(self, start: int, end: int):
+        self._start, self._end = start, end
+
+    def start(self) -> int:
+        return self._start
+
+    def end(self) -> int:
+        return self._end

@@ -95,6 +95,11 @@ class HangLines:
         self.lead = {"texts": [], "n": None} if lead else None
         self._stack = self.lead             # the stack waiting for its next frame
 
+    def state(self) -> tuple:
+        """What a line may have changed here (scan.REPEAT_NOTE)."""
+        return (len(self.items) + self.dropped, self.world_size, len(self._group), len(self._orphans),
+                self._stack is not None)
+
     def add(self, text: str, meta: dict, line_no: int, source: str) -> bool:
         """Keep a line that says where a rank was; True when it opens a stack whose
         frames are the next lines (the caller gives them to add_frame)."""
