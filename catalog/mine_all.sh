@@ -35,6 +35,7 @@ if [ -n "$WHEELS" ]; then
   $M huggingface_hub --fresh --archive "$WHEELS/huggingface_hub-0.35.3-py3-none-any.whl" --release 0.35.3
   $M huggingface_hub --archive "$WHEELS/huggingface_hub-2.4.0-py3-none-any.whl" --release 2.4.0
   $M deepspeed --fresh --archive "$WHEELS/deepspeed-0.17.6.tar.gz" --release 0.17.6
+  $M deepspeed --archive "$WHEELS/deepspeed-0.19.8.tar.gz" --release 0.19.8
   $M vllm --fresh --archive "$WHEELS/vllm-0.11.0-cp38-abi3-manylinux1_x86_64.whl" --release 0.11.0
 fi
 [ -n "$SLURM_GIT" ] && $M slurm --fresh --git "$SLURM_GIT" --tags slurm-23-11-11-1 slurm-24-11-6-1 slurm-25-11-7-1

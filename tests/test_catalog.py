@@ -335,9 +335,9 @@ def test_a_catalogue_file_that_is_not_a_mapping_names_the_file(tmp_path):
 # The share of each project's error-level templates that is mapped (bench/coverage.py), held
 # below the figures of 2026-12-06 (seventh session) with room for a template or two; these
 # only ever move up. Targets: 95 % for PyTorch distributed, NCCL and the CUDA runtime, 70 %
-# for the rest.
+# for the rest. DeepSpeed: 84.8 % over 0.17.6 .. 0.19.8 on 2026-12-07 (thirteenth session).
 COVERAGE_FLOORS = {"pytorch distributed": 0.97, "nccl": 0.94, "cuda-runtime": 0.95, "vllm": 0.70,
-                   "transformers": 0.81, "huggingface_hub": 0.97, "gloo": 0.74, "deepspeed": 0.72,
+                   "transformers": 0.81, "huggingface_hub": 0.97, "gloo": 0.74, "deepspeed": 0.83,
                    "slurm": 0.88, "pytorch other": 0.90, "accelerate": 0.80, "all": 0.87}
 
 
