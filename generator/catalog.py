@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import random
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ruamel.yaml import YAML
+
+from .loader import replace_cached
 
 ROOT = Path(__file__).resolve().parent.parent
 CATALOG_DIR = ROOT / "catalog"
@@ -344,13 +345,7 @@ def _parsed(path: Path, rel, root: Path) -> tuple[dict, list[int]]:
     lines = [items.lc.item(i)[0] + 1 for i in range(len(items))] if items else []
     plain = json.loads(json.dumps(data))
     try:
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        for old in cached.parent.glob("*.json"):
-            if old != cached:
-                old.unlink(missing_ok=True)
-        tmp = cached.with_suffix(f".{os.getpid()}.tmp")     # processes parsing at once write apart
-        tmp.write_text(json.dumps({"data": plain, "lines": lines}), encoding="utf-8")
-        tmp.replace(cached)
+        replace_cached(cached, json.dumps({"data": plain, "lines": lines}), "*.json")
     except OSError:
         pass        # a read-only checkout parses every time
     return plain, lines

@@ -9,14 +9,13 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import re
 import sys
 from pathlib import Path
 
 from .healthy import HealthyCorpus, engine_module
 from .regexes import MIN_ANCHOR, branch_options, choose_anchors, required_literals
-from .loader import source_digest
+from .loader import replace_cached, source_digest
 from .validate import validate_once
 
 INDEX_FORMAT = 3
@@ -203,11 +202,5 @@ def cached_index_path(root: Path) -> Path:
     path = cache / f"index-{digest}.json"
     if not path.exists():
         index = build_index_or_exit(root)
-        cache.mkdir(parents=True, exist_ok=True)
-        for old in cache.glob("index-*.json"):
-            if old != path:     # (another process of the test run may have just written this one)
-                old.unlink(missing_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(index, sort_keys=True, separators=(",", ":")), encoding="utf-8")
-        tmp.replace(path)
+        replace_cached(path, json.dumps(index, sort_keys=True, separators=(",", ":")), "index-*.json")
     return path

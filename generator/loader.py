@@ -341,6 +341,19 @@ def load_all_parallel(root: Path, jobs: int | None = None,
     return entries, problems
 
 
+def replace_cached(path: Path, text: str, stale: str) -> None:
+    """Write a keyed cache file in .cache/ and drop the other keys' files (the glob stale,
+    in path's folder). Several processes of one test run may write the same key at once:
+    each writes its own temporary file, and none removes the file it may have just written."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for old in path.parent.glob(stale):
+        if old != path:
+            old.unlink(missing_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
 def source_digest(root: Path, also: tuple[str, ...] = ()) -> str:
     """A cheap fingerprint of everything the index depends on (and of the files named by
     the globs in also: what validation reads besides, see validate.VALIDATION_ALSO)."""

@@ -31,7 +31,7 @@ def pytest_xdist_make_scheduler(config, log):
 
 
 def pytest_collection_modifyitems(config, items):
-    strays = sorted({Path(str(item.fspath)).name for item in items
+    strays = sorted({item.path.name for item in items
                      if SITE_FIXTURES & set(getattr(item, "fixturenames", ()))} - SITE_FILES)
     if strays:
         raise pytest.UsageError(f"{', '.join(strays)} use the built site: add them to SITE_FILES in "
