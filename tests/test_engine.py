@@ -539,6 +539,22 @@ def test_warnings_the_log_goes_on_after_without_error_do_not_make_a_diagnosis(in
     assert primary_id(failed) == "state-dict-size-mismatch"
 
 
+def test_a_downstream_report_the_log_goes_on_after_is_still_named(entries, index):
+    """Only warnings are set aside when the log goes on: torchrun's "CHILD PROCESS FAILED"
+    summary (the entry's MetaICL#8 example) reports a failure, and training-step lines
+    after it (here WENT_ON_LINES of a real healthy run) do not make it harmless. Found by
+    test_hostile's noise property: three step lines after the summary's heading lost it."""
+    from faildex.reason import WENT_ON_LINES
+
+    e = next(x for x in entries if x.id == "elastic-child-failed")
+    summary = next(ex["log"] for ex in e.data["examples"] if "MetaICL" in ex["source"])
+    healthy = (ROOT / "entries" / "healthy" / "hf-trainer-tiny-bert-cpu.log").read_text().splitlines()
+    assert not any("rror" in line for line in healthy[:WENT_ON_LINES + 5])
+    assert index["entries"]["elastic-child-failed"]["downstream"]
+    for text in (summary, summary + "\n".join(healthy[:WENT_ON_LINES + 5]) + "\n"):
+        assert primary_id(run_text(index, text)) == "elastic-child-failed"
+
+
 def test_the_run_id_in_the_agents_log_directory_tells_a_closed_rendezvous_from_a_shared_one(index, entries):
     """torchelastic names each run's log directory after the run id (<run_id>_ and 8
     random characters). A RendezvousClosedError under torchrun's default id "none" may

@@ -82,7 +82,7 @@ def test_the_finder_sees_a_circle():
     # the check above can fail: a deferred import that closes a loop is found
     graph = import_graph()
     graph["generator.loader"].add("generator.validate")
-    assert ["generator.loader", "generator.validate"] in cycles(graph)
+    assert any({"generator.loader", "generator.validate"} <= set(c) for c in cycles(graph))
 
 
 def test_the_engine_reaches_the_repository_tools_only_through_its_two_doors():

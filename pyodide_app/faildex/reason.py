@@ -5,7 +5,7 @@ build_report() runs four stages, each small enough to read and test alone:
   score     one function per rule below; each adds a named part and a sentence
   rank      causes before downstream reports before wrappers; among close scores
             the earliest; a clean completion, or logs that go on error-free for
-            WENT_ON_LINES, veto a diagnosis built on supporting lines only
+            WENT_ON_LINES, veto a possible cause built on supporting lines only
   assemble  the report's JSON shape (README: "JSON format")
 
 The scoring rules are the registry RULES at the end of this module: each a Rule with a
@@ -357,7 +357,7 @@ def _went_on(c: Candidate, sources: list) -> bool:
 def rank(scored: list[Candidate], facts: dict, missing: dict, sources: list):
     """(primary, alternatives, collateral, vetoed). Specific findings before wrappers,
     causes before downstream reports; among causes within CONTENDERS of the best, the
-    earliest. A diagnosis built on supporting lines only is set aside (vetoed) when the
+    earliest. A possible cause built on supporting lines only is set aside (vetoed) when the
     run reports a clean finish or every log goes on without error after those lines."""
     causes = [c for c in scored if c.defining and c.tier == 0]
     primary = None
@@ -393,7 +393,9 @@ def rank(scored: list[Candidate], facts: dict, missing: dict, sources: list):
                 "how": "add the log of the rank or node that failed first (its own stderr), "
                        "or rerun with torchrun --tee 3 --log-dir DIR to keep every rank's output"})
     vetoed, why_set_aside = None, ""
-    if primary is not None and not primary.defining:
+    # Only warnings are set aside: a downstream report (tier > 0, torchrun's "CHILD PROCESS
+    # FAILED") says that something failed however long the log goes on after it.
+    if primary is not None and not primary.defining and primary.tier == 0:
         if facts.get("run_completed"):
             why_set_aside = (f"The run reports a clean finish ({facts['run_completed']}), so these "
                              f"warnings did not stop it")
