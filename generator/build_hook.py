@@ -30,11 +30,13 @@ FLEET_FILES = sorted((ROOT / "site_template" / "fleet").glob("*.*")) + [
 
 def bundle(out: Path) -> dict:
     """Write index.json and the fleet page's files into the package folder out."""
-    from generator.index import build_index_or_exit
-    index = build_index_or_exit(ROOT)
+    from generator.index import cached_index_path
+    # validated and compiled unless .cache/ holds the index of these very sources (build_wheel
+    # copies in the checkout's); the cache's bytes are what index.json holds
+    cached = cached_index_path(ROOT)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "index.json").write_text(json.dumps(index, sort_keys=True, separators=(",", ":")),
-                                    encoding="utf-8")
+    shutil.copyfile(cached, out / "index.json")
+    index = json.loads(cached.read_text(encoding="utf-8"))
     (out / "fleet").mkdir(exist_ok=True)
     for f in FLEET_FILES:
         shutil.copyfile(f, out / "fleet" / f.name)

@@ -11,12 +11,23 @@ sys.path.insert(0, str(ROOT / "pyodide_app"))
 sys.path.insert(0, str(ROOT))
 
 
-# `make test` runs the suite in parallel (pytest-xdist): each test file runs whole in one
-# worker (its module-scoped fixtures are made once), and the files that need the built site
-# share one worker, so the site is built once.
-SITE_FILES = {"test_browser.py", "test_diagnoser_assets.py", "test_diagnoser_ux.py", "test_filler.py",
-              "test_site.py"}
-SITE_FIXTURES = {"real_site", "fixture_site", "built", "origin"}
+# `make test` runs the suite in parallel (pytest-xdist). Each test file runs whole in one
+# worker (its module-scoped fixtures are made once), except the files in BY_TEST, whose tests
+# are spread one by one: their long tests share no costly module fixture. The built sites are
+# made once a run, by the first worker that needs one (real_site, fixture_site below).
+BY_TEST = {"test_browser.py"}
+# Long tests and files go out first, so that none starts while the other workers are idle at
+# the end. Measured by `make test --durations` on a fresh clone (2026-12-07); a name that is
+# not collected is ignored.
+LONG_FIRST = ["test_browser.py::test_first_move_is_on_the_first_screen",
+              "test_browser.py::test_header_search_puts_the_right_entry_first",
+              "test_browser.py::test_header_search_on_held_out_queries",
+              "test_install.py", "test_site.py", "test_diagnoser_ux.py"]
+
+
+def _scope(nodeid: str) -> str:
+    file = nodeid.split("::", 1)[0]
+    return nodeid if Path(file).name in BY_TEST else file
 
 
 def pytest_xdist_make_scheduler(config, log):
@@ -24,18 +35,17 @@ def pytest_xdist_make_scheduler(config, log):
 
     class ByFile(LoadScopeScheduling):
         def _split_scope(self, nodeid):
-            file = nodeid.split("::", 1)[0]
-            return "site" if Path(file).name in SITE_FILES else file
+            return _scope(nodeid)
 
+    config.option.loadscopereorder = False     # keep the order pytest_collection_modifyitems sets
     return ByFile(config, log)
 
 
 def pytest_collection_modifyitems(config, items):
-    strays = sorted({item.path.name for item in items
-                     if SITE_FIXTURES & set(getattr(item, "fixturenames", ()))} - SITE_FILES)
-    if strays:
-        raise pytest.UsageError(f"{', '.join(strays)} use the built site: add them to SITE_FILES in "
-                                f"tests/conftest.py, or the site is built again in another worker")
+    def rank(item):
+        name = f"{item.path.name}::{item.name}"
+        return next((i for i, p in enumerate(LONG_FIRST) if name.startswith(p)), len(LONG_FIRST))
+    items.sort(key=rank)      # stable: within a rank, the collection's order
 
 
 @pytest.fixture(scope="session")
@@ -93,10 +103,41 @@ class BuiltSite:
         return sorted(self.site.rglob("*.html"))
 
 
+def _shared_dir(tmp_path_factory, name: str):
+    """A folder every xdist worker of this run sees (beside the workers' own temp folders),
+    and one lock for all site builds: the first worker to need a site builds it, the others
+    wait and read it. One lock, not one a site: both builds write the repository's .cache/
+    (wheel, Pyodide snapshot, compressed copies). Without xdist, a folder of this process's
+    own and no lock."""
+    import contextlib
+    import fcntl
+    import os
+
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return tmp_path_factory.mktemp(name), contextlib.nullcontext()
+    shared = tmp_path_factory.getbasetemp().parent
+    folder = shared / f"shared-{name}"
+    folder.mkdir(exist_ok=True)
+
+    @contextlib.contextmanager
+    def lock():
+        with open(shared / "shared-sites.lock", "w") as f:
+            fcntl.flock(f, fcntl.LOCK_EX)
+            yield
+    return folder, lock()
+
+
 def _build(name: str, root: Path, site_dir: Path) -> BuiltSite:
+    """Build once per run: a site another worker finished (its .built mark) is read as is;
+    a half-built one (a worker that failed) is built again."""
+    import shutil
     from generator import site
-    result = mkdocs_build(root, site_dir)
-    assert result.returncode == 0, f"mkdocs build failed:\n{result.stdout}\n{result.stderr}"
+    done = site_dir.parent / f".built-{site_dir.name}"
+    if not done.exists():
+        shutil.rmtree(site_dir, ignore_errors=True)
+        result = mkdocs_build(root, site_dir)
+        assert result.returncode == 0, f"mkdocs build failed:\n{result.stdout}\n{result.stderr}"
+        done.touch()
     return BuiltSite(name, root, site_dir, site.build(root))
 
 
@@ -104,15 +145,22 @@ def _build(name: str, root: Path, site_dir: Path) -> BuiltSite:
 def real_site(tmp_path_factory, entries) -> BuiltSite:
     """The repository's entries, built with `mkdocs build --strict` (they must validate:
     the `entries` fixture fails first, with every problem, when they do not)."""
-    return _build("real", REPO, tmp_path_factory.mktemp("real") / "site")
+    folder, lock = _shared_dir(tmp_path_factory, "real")
+    with lock:
+        return _build("real", REPO, folder / "site")
 
 
 @pytest.fixture(scope="session")
 def fixture_site(tmp_path_factory) -> BuiltSite:
     """The fixture entries (tests/fixtures/site_entries) plus a hostile one."""
-    tmp = tmp_path_factory.mktemp("fixtures")
-    root = make_root(tmp / "root", FIXTURES / "site_entries", FIXTURES / "hostile")
-    return _build("fixtures", root, tmp / "site")
+    folder, lock = _shared_dir(tmp_path_factory, "fixtures")
+    with lock:
+        root = folder / "root"
+        if not (folder / ".built-site").exists():
+            import shutil
+            shutil.rmtree(root, ignore_errors=True)
+            make_root(root, FIXTURES / "site_entries", FIXTURES / "hostile")
+        return _build("fixtures", root, folder / "site")
 
 
 @pytest.fixture(scope="session", params=["real", "fixture"])
