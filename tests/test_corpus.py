@@ -38,18 +38,20 @@ THRESHOLDS = {"dev": (0.93, 0.93), "sealed": (0.91, 0.96),
               # a fresh batch collected 2026-12-05 (issue 27), 21 logs, measured once at the session's
               # start (11f2bcd) and once at its end, unread: 90.5 % / 95.2 % both times, hard 4/4
               "sealed-5": (0.85, 0.90),
+              # dev-3, dev-4 and dev-5 were sealed-6, -7 and -8, read on 2026-12-07 to find what
+              # was missed (their sealed figures stay in the comments below)
               # a fresh batch of 18 logs collected 2026-12-06 (issue 26: hard ones wanted; 8 hard, 7
               # healthy), measured once unread at 454e970 before this session's merges: 66.7 % /
               # 72.2 %, hard 3/8, one false positive (held as a third figure: at most 1)
-              "sealed-6": (0.61, 0.66, 1),
+              "dev-3": (0.61, 0.66, 1),
               # a fresh batch of 16 logs collected 2026-12-06 (issues 26/27: hard ones wanted; 3 hard,
               # 2 healthy), measured once unread with the session-start engine (f2d497b): 62.5 % /
               # 62.5 %, hard 0/3, no false positive
-              "sealed-7": (0.56, 0.56),
+              "dev-4": (0.56, 0.56),
               # a fresh batch of 71 logs collected 2026-12-06 by three collectors (14 hard, 8
               # healthy), measured unread with the session-start engine (3034b82): 70.4 % / 76.1 %,
               # hard 7/14, no false positive; at that session's end 74.6 % / 80.3 %
-              "sealed-8": (0.70, 0.75)}
+              "dev-5": (0.70, 0.75)}
 _THREAD = re.compile(r"https?://github\.com/([\w.-]+/[\w.-]+)/(?:issues|pull|discussions)/(\d+)")
 
 
