@@ -11,34 +11,57 @@ sys.path.insert(0, str(ROOT / "pyodide_app"))
 sys.path.insert(0, str(ROOT))
 
 
-# `make test` runs the suite in parallel (pytest-xdist). Each test file runs whole in one
-# worker (its module-scoped fixtures are made once), except the files in BY_TEST, whose tests
-# are spread one by one: their long tests share no costly module fixture. The built sites are
-# made once a run, by the first worker that needs one (real_site, fixture_site below).
-BY_TEST = {"test_browser.py"}
-# Long tests and files go out first, so that none starts while the other workers are idle at
-# the end. Measured by `make test --durations` on a fresh clone (2026-12-07); a name that is
+# `make test` runs the suite in parallel (pytest-xdist). Tests are spread one by one, except
+# the files in BY_FILE, which run whole in one worker because their module-scoped fixtures
+# are costly (a wheel and a venv, a fleet of 200 jobs, diagnoser pages with logs loaded).
+# The built sites are made once a run, by the first worker that needs one (real_site,
+# fixture_site below), and the index once, before the workers start (pytest_configure).
+BY_FILE = {"test_browser_api.py", "test_deploy.py", "test_diagnoser_ux.py", "test_fleet.py",
+           "test_install.py", "test_validate.py"}
+# Long tests go out first, so that none starts while the other workers are idle at the end;
+# the first needs the site, so one worker builds it while the others run the long ones that
+# do not. Measured by `make test --durations` on a fresh clone (2026-12-07); a name that is
 # not collected is ignored.
 LONG_FIRST = ["test_browser.py::test_first_move_is_on_the_first_screen",
+              "test_hostile.py::test_no_signature_backtracks_catastrophically",
+              "test_corpus.py::test_no_figure_rests_on_a_signature_no_example_shows",
+              "test_engine.py::test_demoted_anchors_give_the_reports_of_the_plain_scan",
+              "test_install.py",
+              "test_catalog.py::test_every_mapped_template_survives_random_values_and_cuts",
+              "test_engine.py::test_candidates_sorted_in_bulk_give_the_reports",
+              "test_engine.py::test_repeated_reader_lines_give_the_reports",
               "test_browser.py::test_header_search_puts_the_right_entry_first",
               "test_browser.py::test_header_search_on_held_out_queries",
-              "test_install.py", "test_site.py", "test_diagnoser_ux.py"]
+              "test_diagnoser_ux.py", "test_site.py"]
 
 
 def _scope(nodeid: str) -> str:
     file = nodeid.split("::", 1)[0]
-    return nodeid if Path(file).name in BY_TEST else file
+    return file if Path(file).name in BY_FILE else nodeid
+
+
+def pytest_configure(config):
+    """In a parallel run, the controller compiles the index (.cache/) before the workers
+    start; otherwise each worker's `index` fixture would compile it at the same time. A
+    problem in the entries is left to the `entries` fixture, which reports every one."""
+    if hasattr(config, "workerinput") or config.getoption("dist", "no") == "no":
+        return
+    from generator.index import cached_index_path
+    try:
+        cached_index_path(ROOT)
+    except SystemExit:
+        pass
 
 
 def pytest_xdist_make_scheduler(config, log):
     from xdist.scheduler import LoadScopeScheduling
 
-    class ByFile(LoadScopeScheduling):
+    class Spread(LoadScopeScheduling):
         def _split_scope(self, nodeid):
             return _scope(nodeid)
 
     config.option.loadscopereorder = False     # keep the order pytest_collection_modifyitems sets
-    return ByFile(config, log)
+    return Spread(config, log)
 
 
 def pytest_collection_modifyitems(config, items):
