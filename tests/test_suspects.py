@@ -235,6 +235,54 @@ def test_the_rank_scope_of_a_watchdog_line(line, rank, scope):
     assert (h.items[0]["rank"], h.items[0]["rank_scope"]) == (rank, scope)
 
 
+DEV = ROOT / "tests" / "corpus"
+# two real pastes (development logs, threads in their manifests) where a tqdm bar lost its
+# carriage return and runs into rank 3's / rank 0's first watchdog line
+BAR_JOINED = [("dev-3/u016-minicpmo-lora-ddp-broadcast-shape-mismatch-hang.log", 3, [3, "size-mismatch"]),
+              ("dev-5/a004-qwen-vl-finetune-mixed-modality-allreduce-desync-timeout.log", 0, [0, "order-mismatch"])]
+
+
+@pytest.mark.parametrize("log,rank,first", BAR_JOINED)
+def test_a_progress_bar_run_into_a_line_leaves_its_rank_prefix_read(log, rank, first, index):
+    from faildex.lines import parse_prefix
+    line = (DEV / log).read_text(encoding="utf-8").splitlines()[0]
+    assert "it]" in line.split("[rank", 1)[0] or "it/s]" in line.split("[rank", 1)[0]
+    meta, rest = parse_prefix(line)
+    assert meta.get("rank") == rank and "rank_from" not in meta and rest.startswith("[E")
+    report = diagnose([str(DEV / log)], index)
+    assert pairs(report)[0] == first
+    assert report["primary"]["id"] == "collective-mismatch-desync"
+
+
+def test_a_bar_without_a_prefix_after_it_is_left_whole():
+    from faildex.lines import parse_prefix
+    line = "Epoch 3:  42%|####      | 2100/5000 [01:02<01:26, 33.5it/s, loss=2.14] saved [rank3]: no prefix here"
+    meta, rest = parse_prefix(line)
+    # not cut: the rank is only a word of the message, as in any line that mentions one
+    assert rest == line and meta == {"rank": 3, "rank_from": "word"}
+
+
+def test_a_rank_timing_out_in_a_collective_its_peers_completed_ran_another_one(index):
+    """a004 (Qwen-VL-Series-Finetune#17, text-only batches on some ranks): rank 0's watchdog
+    fires in SeqNum 959 while ranks 1, 2, 4, 5 fire in 963; they completed 959, which needs
+    rank 0's call there, so rank 0's call was another collective or size. With rank 0's
+    line alone left out of the comparison (two reporters only), no such claim is made."""
+    lines = (DEV / BAR_JOINED[1][0]).read_text(encoding="utf-8").splitlines()
+    report = Diagnosis(index)
+    report.feed("x.log", "\n".join(lines).encode())
+    report.close("x.log")
+    r = report.report()
+    top = r["suspects"][0]
+    assert (top["rank"], top["kind"]) == (0, "order-mismatch")
+    assert "SeqNum 959" in top["why"] and "SeqNum 963" in top["why"] and "ranks 1,2,4,5" in top["why"]
+    # the same lines without two of the later ranks: one rank at 963 is no majority
+    few = [ln for ln in lines if "[Rank 4]" not in ln and "[Rank 5]" not in ln and "[Rank 2]" not in ln]
+    d = Diagnosis(index)
+    d.feed("x.log", "\n".join(few).encode())
+    d.close("x.log")
+    assert "order-mismatch" not in [s["kind"] for s in d.report()["suspects"]]
+
+
 def test_deepspeeds_rank_prefix_is_the_rank_in_the_job():
     # DeepSpeed's log_dist prints "[Rank R]" with the global rank: not a process group's
     from faildex.lines import parse_prefix

@@ -33,6 +33,10 @@ _HOST_COLON = re.compile(r"(?P<host>[a-z0-9][a-z0-9-]{0,62}(?:\.[a-z0-9-]{1,62})
                          r"(?=" + _OWN_PREFIX_AHEAD + r"|\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)")
 # torchrun --tee: "[rank3]:" is the global rank; "[default0]:" is role "default", local rank 0
 _TORCHRUN = re.compile(r"\[(?:rank(?P<rank>\d{1,5})|(?P<role>[A-Za-z_]\w{0,30}?)(?P<local_rank>\d{1,5}))\]:")
+# A tqdm bar whose carriage return a paste dropped runs into the next line: "Train: 20%|█▉ |
+# 375/1881 [3:40:16<14:52:25, 35.55s/it][rank3]:[E918 ...". The bar ends in its rate (and
+# postfix) in brackets; the line proper starts at the torchrun prefix after it.
+_BAR_THEN_PREFIX = re.compile(r"(?:it/s|s/it)(?:, [^\]\n]{0,200})?\](?=\[(?:rank\d{1,5}|[A-Za-z_]\w{0,30}?\d{1,5})\]:)")
 # a shipper's "TIMESTAMP HOST message" line: the host word is taken only when a launcher's
 # or a logger's own prefix follows it, so that a message's first word is never read as a host
 # journald's `-o short-iso` (and rsyslog's ISO form) put the program and its pid between host
@@ -173,6 +177,10 @@ def parse_prefix(text: str) -> tuple[dict, str]:
         body = _unwrap_json(text, meta)
         if body is not None:
             rest = body
+    if "/it" in rest[:400] or "it/s" in rest[:400]:
+        m = _BAR_THEN_PREFIX.search(rest, 0, 400)
+        if m:
+            rest = rest[m.end():]
     for _ in range(6):  # prefixes nest a few levels at most
         m = _K8S_TS.match(rest)
         if m and "ts" not in meta:

@@ -21,8 +21,8 @@ from . import frdump, stacks
 # comes before a crash: with Gloo the rank that aborts ("Received data size doesn't match")
 # is the one that received the odd rank's bigger tensor (tests/data/hang/dtype). Within a
 # kind, the job model's order (earliest first) holds.
-KINDS = ("named", "op-mismatch", "size-mismatch", "dtype-mismatch", "crashed", "late", "missing", "exited",
-         "behind", "launcher")
+KINDS = ("named", "op-mismatch", "size-mismatch", "dtype-mismatch", "order-mismatch", "crashed", "late",
+         "missing", "exited", "behind", "launcher")
 MAX_LINES = 4096          # hang lines kept per input
 MAX_SUSPECTS = 64
 MAX_EVIDENCE = 6
@@ -427,18 +427,35 @@ def _analyze(items: list[dict], world: int | None, seen_ranks: set, crashed: int
                         suspects.append({
                             "rank": r, "kind": kind,
                             "why": f"at SeqNum {seq}{' in PG ' + pg if pg else ''} rank {r} reports "
-                                   f"{key}={v} where {_ranks(groups[usual])} report {usual}",
+                                   f"{key}={v} where {_ranks(groups[usual])} report{'s' if len(groups[usual]) == 1 else ''} {usual}",
                             "evidence": [_ev(per[r]), _ev(per[groups[usual][0]])]})
                 break
-        # a rank that times out on an earlier collective than the others
-        seqs = {r: int(it["seq"]) for r, it in waiting.items() if "seq" in it}
-        if len(set(seqs.values())) > 1 and len(seqs) > 2:
-            common = max(set(seqs.values()), key=lambda v: list(seqs.values()).count(v))
+        # A rank whose watchdog fires on an earlier collective of the same process group
+        # than the others': they completed that collective, which they could only do with
+        # this rank's call at that place, yet this rank still waits in it. Its call there
+        # was another collective or size than theirs (the ranks' collectives did not line
+        # up; a rank merely late would have no timeout of its own below theirs).
+        per_pg_seq: dict[str, dict[int, int]] = {}
+        for r, it in waiting.items():
+            if "seq" in it:
+                per_pg_seq.setdefault(_pg(it), {})[r] = int(it["seq"])
+        for pg, seqs in sorted(per_pg_seq.items()):
+            if len(set(seqs.values())) < 2 or len(seqs) < 3:
+                continue
+            common = max(set(seqs.values()), key=lambda v: (list(seqs.values()).count(v), v))
+            at = sorted(r for r, v in seqs.items() if v == common)
+            if len(at) < 2:
+                continue
             for r, v in sorted(seqs.items()):
                 if v < common:
-                    suspects.append({"rank": r, "kind": "behind",
-                                     "why": f"rank {r} times out at SeqNum {v}, the others at {common}",
-                                     "evidence": [_ev(waiting[r])]})
+                    mine, theirs = waiting[r], waiting[at[0]]
+                    suspects.append({
+                        "rank": r, "kind": "order-mismatch",
+                        "why": f"rank {r} times out in SeqNum {v}{' of PG ' + pg if pg else ''} "
+                               f"({mine.get('op', '?')}, NumelIn={mine.get('numel_in', '?')}), which "
+                               f"{_ranks(at)} completed: they time out later, in SeqNum {common} "
+                               f"({theirs.get('op', '?')}, NumelIn={theirs.get('numel_in', '?')})",
+                        "evidence": [_ev(mine), _ev(theirs)]})
     # the rank whose last completed work is lowest
     # per process group and rank: its first progress line with a completed count (for
     # `behind`) and its progress line that names the work it times out in, else its first
