@@ -1307,6 +1307,23 @@ def test_the_next_action_is_the_step_for_the_signature_that_matched(index):
     assert conflict["next_action"]["do"] == steps[0]["do"] != for_submission["do"]
 
 
+def test_a_supporting_line_picks_its_own_step_beside_a_defining_one(entries, index):
+    """DeepSpeed's cpu_adam build (the entry's real DeepSpeed#5659 example): ninja's
+    "FAILED: cpu_adam.so" defines the failure and the linker's "cannot find -lcurand" only
+    supports it, but says which link step failed: the next action is the cuRAND step, not
+    the entry's general first one."""
+    from generator.validate import example_text
+    e = next(x for x in entries if x.id == "deepspeed-op-build-failed")
+    ex = next(x for x in e.data["examples"] if "DeepSpeed/issues/5659" in x["source"])
+    text = example_text(e, ex)
+    assert "FAILED: " in text and "cannot find -lcurand" in text
+    steps = index["entries"]["deepspeed-op-build-failed"]["fix"]
+    curand = next(s for s in steps if "link-curand-missing" in (s.get("for_signatures") or ()))
+    r = run_text(index, text)
+    assert primary_id(r) == "deepspeed-op-build-failed"
+    assert r["next_action"]["do"] == curand["do"] != steps[0]["do"]
+
+
 def test_a_named_cause_is_not_headed_by_the_job_did_not_fail(index):
     """A real log (dev-2, meta-pytorch/torchforge#590): sbatch refuses the job, then a
     launcher traceback cut before its exception line, which the job model reads as outlived.

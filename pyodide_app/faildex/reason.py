@@ -425,13 +425,15 @@ def band(confidence: float) -> str:
 
 def next_action(c: Candidate, facts: dict) -> dict:
     """The first fix step whose condition holds; else the first step for a signature that
-    matched (a family entry's group); else the first unconditional step that is not an
-    upgrade; an upgrade only when nothing else exists."""
+    matched (a family entry's group; a supporting line counts beside a defining one, as
+    the linker's "cannot find -lcurand" says which part of a DeepSpeed op build failed);
+    else the first unconditional step that is not an upgrade; an upgrade only when nothing
+    else exists."""
     steps = c.meta.get("fix") or [c.meta["next_action"]]
     all_facts = {**facts, **c.facts}
     chosen = next((s for s in steps if s.get("when") and compare(s["when"], all_facts)), None)
     if chosen is None:
-        matched = {f["signature"] for f in c.evidence}
+        matched = {f["signature"] for f in c.defining + c.supporting}
         chosen = next((s for s in steps if matched & set(s.get("for_signatures") or ())), None)
     if chosen is None:
         chosen = next((s for s in steps if not s.get("when") and not s.get("upgrade")), None)
