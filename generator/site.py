@@ -39,7 +39,7 @@ from markupsafe import Markup, escape
 
 from . import schema as S
 from . import validate
-from .loader import Entry, Problem, load_all_parallel
+from .loader import Entry, Problem
 from .healthy import engine_module
 from .regexes import readable
 from .text import clean, log_lines
@@ -626,13 +626,7 @@ def load_entries(root: Path) -> list[Entry]:
     """Load and validate; raise SiteError with every problem. Files that validated before
     unchanged (validate.passed_before: `faildex validate` or an earlier build) are only
     loaded: a second full check of the same bytes finds nothing new and costs ~25 s."""
-    root = Path(root)
-    if validate.passed_before(root):
-        entries, problems = load_all_parallel(root)
-    else:
-        entries, problems = validate.load_and_validate(root)
-        if not problems:
-            validate.remember_passed(root)
+    entries, problems = validate.validate_once(Path(root))
     if problems:
         raise SiteError(problems)
     for e in entries:   # positions only serve problem messages: free them for large sites

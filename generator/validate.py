@@ -755,8 +755,8 @@ def validate_once(root: Path) -> tuple[list[Entry], list[Problem]]:
     """validate(root), or only the entries read when these very files passed before
     (`faildex validate` just ran: the quick lane's tests and index build need no second pass)."""
     if passed_before(root):
-        return load_all(root)
-    entries, problems = validate(root)
+        return load_all_parallel(Path(root))
+    entries, problems = load_and_validate(root)
     if not problems:
         remember_passed(root)
     return entries, problems

@@ -177,7 +177,7 @@ def parse_prefix(text: str) -> tuple[dict, str]:
         body = _unwrap_json(text, meta)
         if body is not None:
             rest = body
-    if "/it" in rest[:400] or "it/s" in rest[:400]:
+    if rest.find("/it", 0, 400) >= 0 or rest.find("it/s", 0, 400) >= 0:
         m = _BAR_THEN_PREFIX.search(rest, 0, 400)
         if m:
             rest = rest[m.end():]
