@@ -57,7 +57,11 @@ THRESHOLDS = {"dev": (0.93, 0.93), "sealed": (0.91, 0.96),
               # While sealed: a fresh batch of 65 logs collected 2026-12-07 by three collectors (18
               # hard, 12 healthy), measured unread with the session-start engine (9a85d61) and at
               # 08ff55d: 76.9 % / 81.5 %, at 39902a9 76.9 % / 83.1 %, hard 12/18, one false positive
-              "dev-6": (0.72, 0.76, 1)}
+              "dev-6": (0.72, 0.76, 1),
+              # a fresh batch of 70 logs collected 2026-12-07 by four collectors (19 hard, 17
+              # healthy), measured unread with the session-start engine (98d2eb1): 82.9 % / 87.1 %,
+              # hard 14/19, two false positives (held as a third figure)
+              "sealed-10": (0.78, 0.82, 2)}
 _THREAD = re.compile(r"https?://github\.com/([\w.-]+/[\w.-]+)/(?:issues|pull|discussions)/(\d+)")
 
 
@@ -166,7 +170,9 @@ def test_no_figure_rests_on_a_signature_no_example_shows(entries, index):
     from generator import catalog
 
     ablated = copy.deepcopy(entries)
-    lines = [ln for e in ablated for ex in e.data["examples"] for ln in (example_text(e, ex) or "").splitlines()]
+    own = {e.id: [ln for ex in e.data["examples"] for ln in (example_text(e, ex) or "").splitlines()]
+           for e in ablated}
+    lines = [ln for e in ablated for ln in own[e.id]]
     # a catalogue template mapped to an entry is an example as upstream prints it (FDX020)
     lines += catalog.Rendered([t for t in catalog.all_templates() if t.entry]).lines
     dropped = []
@@ -174,7 +180,9 @@ def test_no_figure_rests_on_a_signature_no_example_shows(entries, index):
         kept = []
         for s in e.data["signatures"]:
             rx = re.compile(s["regex"])
-            (kept if any(rx.search(ln) for ln in lines) else dropped).append(s)
+            # its own entry's lines first: most signatures match there, and the answer is the same
+            (kept if any(rx.search(ln) for ln in own[e.id]) or any(rx.search(ln) for ln in lines)
+             else dropped).append(s)
         e.data["signatures"] = kept
     assert dropped and all(s["strength"] in ("context", "collateral") for s in dropped), dropped
     without = build_index(ROOT, ablated)
