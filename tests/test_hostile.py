@@ -2,6 +2,7 @@
 answer because of noise or chunking, and no signature backtracks catastrophically."""
 from __future__ import annotations
 
+import functools
 import json
 import re
 import time
@@ -87,6 +88,7 @@ def test_a_hundred_files_at_once(index, tmp_path):
 
 # ---------------------------------------------------------------- catastrophic backtracking
 
+@functools.lru_cache(maxsize=4)     # one regex's sizes, while its five kinds are searched
 def adversarial_lines(regex: str, size: int = 1 << 20) -> list[str]:
     """Lines built to make a regex work hard: runs of its own literals and characters."""
     lits = required_literals(regex) or ["a"]
@@ -109,16 +111,24 @@ def _search_seconds(rx, line: str) -> float:
     return time.process_time() - t
 
 
+SIZES = (1 << 14, 1 << 16, 1 << 18, 1 << 20)
+
+
 def _catastrophic(rx, regex: str, kind: int) -> str | None:
     """What makes rx's work on adversarial lines of this kind catastrophic, or None."""
     before, suspect = None, False
-    for size in (1 << 14, 1 << 16, 1 << 18, 1 << 20):
-        if size == 1 << 20 and not suspect:
+    for step, size in enumerate(SIZES):
+        if size == SIZES[-1] and not suspect:
             return None
         spent = _search_seconds(rx, adversarial_lines(regex, size)[kind])
         grew = before is not None and spent > 0.1 and spent > 8 * before
         if spent > 3.0 or (grew and suspect):
             return f"{spent:.2f}s on a {size >> 10} KB adversarial line (kind {kind}), {before or 0:.3f}s on a quarter of it"
+        # Stop early when even cubic growth (64x a step) keeps the last step before 1 MB under
+        # the 0.1 s that "grew" needs: that step cannot make a suspect, so 1 MB is never tried
+        # and the answer is None anyway. Most signatures stop after 16 or 64 KB.
+        if not grew and spent * 64 ** (len(SIZES) - 2 - step) <= 0.1:
+            return None
         before, suspect = spent, grew
     return None
 
@@ -150,6 +160,9 @@ def test_no_signature_backtracks_catastrophically(index):
     ({16: 0.3, 64: 3.5}, True),                             # over 3 s at once
     ({16: 0.016, 64: 0.032, 256: 0.27, 1024: 0.68}, False),  # linear, one noisy step (seen in CI)
     ({16: 0.01, 64: 0.04, 256: 0.16}, False),               # linear
+    ({16: 0.00002}, False),              # stops at 16 KB (no time for 64 KB: a KeyError if tried)
+    ({16: 0.0001, 64: 0.0015}, False),   # stops at 64 KB
+    ({16: 0.0001, 64: 0.0017, 256: 0.11, 1024: 1.9}, True),   # 64x, then 17x: goes on, flagged
 ])
 def test_growth_is_flagged_only_when_it_repeats(monkeypatch, times, flagged):
     # the decision alone, on the CPU times a search would take (KB -> seconds)

@@ -1574,7 +1574,11 @@ class DenseChecks:
         signatures = ("(?m)" + "|".join(f"(?:{p})" for p in patterns)).encode() if patterns else None
         self.reader_passes = None
         if re2 is None:
-            self.rest = [(key, re.compile(_keyed_trie(key, kept))) for key, group in plan.pass_groups
+            # a pass none of whose anchors is demoted is the plan's own, compiled once
+            same = plan.passes if plan.prefilter == "passes" else [None] * len(plan.pass_groups)
+            self.rest = [compiled if len(kept) == len(group) and compiled is not None
+                         else (key, re.compile(_keyed_trie(key, kept)))
+                         for (key, group), compiled in zip(plan.pass_groups, same)
                          if (kept := [a for a in group if a not in dense])]
             self.dense = re.compile(b"|".join(map(re.escape, self.words)))
             self.signatures = re.compile(signatures) if signatures else None
