@@ -13,11 +13,12 @@ sys.path.insert(0, str(ROOT))
 
 # `make test` runs the suite in parallel (pytest-xdist). Tests are spread one by one, except
 # the files in BY_FILE, which run whole in one worker because their module-scoped fixtures
-# are costly (a wheel and a venv, a fleet of 200 jobs, diagnoser pages with logs loaded).
+# are costly (a wheel and a venv, a fleet of 200 jobs, diagnoser pages with logs loaded);
+# test_validate.py's small checkout (5 s) is made once per worker, and its 57 tests spread.
 # The built sites are made once a run, by the first worker that needs one (real_site,
 # fixture_site below), and the index once, before the workers start (pytest_configure).
 BY_FILE = {"test_browser_api.py", "test_deploy.py", "test_diagnoser_ux.py", "test_fleet.py",
-           "test_install.py", "test_validate.py"}
+           "test_install.py"}
 # Long tests go out first, so that none starts while the other workers are idle at the end;
 # the first needs the site, so one worker builds it while the others run the long ones that
 # do not. Measured by `make test --durations` on a fresh clone (2026-12-07); a name that is
