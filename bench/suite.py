@@ -72,13 +72,22 @@ def report(events: list[dict], started: float, ended: float, top: int = 15) -> s
     return "\n".join(out)
 
 
+def make_test_options() -> list[str]:
+    """The options of the pytest command `make test` runs (the Makefile's), so that this
+    times the suite as CI runs it."""
+    import re
+    import shlex
+    recipe = re.search(r"^test:.*\n((?:\t.*\n)+)", (ROOT / "Makefile").read_text(), re.M).group(1)
+    line = next(ln for ln in recipe.splitlines() if "/pytest " in ln)
+    return shlex.split(line.split("/pytest ", 1)[1])
+
+
 def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         events = Path(tmp) / "events.jsonl"
         env = dict(os.environ, **{EVENTS: str(events)})
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-        cmd = [sys.executable, "-m", "pytest", "-q", "-n", "auto", "--maxprocesses", "4",
-               "-p", "bench.suite", *argv]
+        cmd = [sys.executable, "-m", "pytest", *make_test_options(), "-p", "bench.suite", *argv]
         started = time.time()
         code = subprocess.run(cmd, cwd=ROOT, env=env).returncode
         ended = time.time()

@@ -135,7 +135,8 @@ def _catastrophic(rx, regex: str, kind: int) -> str | None:
 
 def test_no_signature_backtracks_catastrophically(index):
     """Catastrophic means the work grows faster than the line. Each signature searches
-    adversarial lines of 16 KB, 64 KB and 256 KB: linear work takes ~4x as long on each
+    adversarial lines of 16 KB, 64 KB and 256 KB (fewer when even cubic growth from what a
+    smaller one took could not be measured: _catastrophic): linear work takes ~4x as long on each
     step up, quadratic ~16x. A step of more than 8x (once the time is large enough to
     measure) makes the signature a suspect, and a suspect that grows more than 8x again on
     the next step (a 1 MB line after 256 KB) is flagged, as is any search over 3 s. Times are

@@ -1,5 +1,5 @@
 """bench/suite.py's report, on a timeline whose figures are known."""
-from bench.suite import report
+from bench.suite import make_test_options, report
 
 
 def _events(worker, test, start, end):
@@ -24,3 +24,8 @@ def test_the_report_gives_each_workers_busy_time_and_the_lone_tail():
 def test_a_run_without_workers_reads_the_controllers_events():
     text = report(_events("main", "a", 0, 5), started=0, ended=6)
     assert "1 worker(s)" in text and "main: first test at 0 s, busy 5 s" in text
+
+
+def test_the_suite_is_timed_with_make_tests_options():
+    options = make_test_options()
+    assert options[:3] == ["-q", "-n", "auto"] and "--maxprocesses" in options
