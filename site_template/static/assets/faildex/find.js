@@ -21,6 +21,7 @@
   var SPECIFIC_DF = 5;      // a word in at most this many entries makes a phrase specific
   var SEEN = 1.5;           // a word of what an entry is seen with / its catalogue messages...
   var SEEN_SIZE = 200;      // ...at full weight up to this many distinct words, then less
+  var PREFIX_WORDS = 0.3;   // a word only a line's prefix holds (a logger's file, a process tag)
 
   var UNITS = { bytes: 1, b: 1, kib: 1024, mib: 1048576, gib: 1073741824, tib: 1099511627776,
                 kb: 1e3, mb: 1e6, gb: 1e9, tb: 1e12 };
@@ -175,10 +176,11 @@
   };
 
   // What launchers and loggers put before a message: "[rank3]:", "[default0]:", a
-  // timestamp, a level, a logger's module path ("torch.distributed.elastic...api: ").
+  // timestamp, a level, a logger's module path ("torch.distributed.elastic...api: "; its
+  // last part is lower case, so an exception's "etcd.EtcdKeyNotFound: " stays the message).
   // A signature anchored at the start of the message ("^  pod  0/1  ImagePullBackOff")
   // is tried on the line without them too, as the engine does (lines.parse_prefix).
-  var PREFIX = /^(?:\[[^\]]{0,40}\]:?|\d{4}-\d\d-\d\d[ T][0-9:.,]+(?:Z|[+-]\d\d:?\d\d)?|(?:ERROR|WARNING|WARN|INFO|DEBUG|CRITICAL|FATAL)\b:?|[A-Za-z_]\w*(?:\.\w+)+:(?= ))[ \t]*/;
+  var PREFIX = /^(?:\[[^\]]{0,40}\]:?|\d{4}-\d\d-\d\d[ T][0-9:.,]+(?:Z|[+-]\d\d:?\d\d)?|(?:ERROR|WARNING|WARN|INFO|DEBUG|CRITICAL|FATAL)\b:?|[A-Za-z_]\w*(?:\.\w+)*\.[a-z_][a-z0-9_]*:(?= ))[ \t]*/;
 
   function withoutPrefix(line, prefixes) {
     for (var i = 0; i < 8; i++) {
@@ -209,8 +211,14 @@
     if (!lines.length) return [];
     var prefixes = this.prefixes;
     var bare = lines.map(function (l) { return withoutPrefix(l, prefixes); });
-    var qwords = words(lines.join(" \n ")).slice(-MAX_WORDS).map(this.correct, this);
+    // the message's words; a prefix's own words ("EngineCore", "elastic", "multiprocessing"
+    // of a logger's path) say where the line was printed, not what failed: they count less
+    var qwords = words(bare.join(" \n ")).slice(-MAX_WORDS).map(this.correct, this);
     var unique = Object.keys(setOf(qwords));
+    var inMessage = setOf(unique);
+    var prefixWords = Object.keys(setOf(words(lines.map(function (l, i) {
+      return l.slice(0, l.length - bare[i].length);
+    }).join(" \n ")).map(this.correct, this))).filter(function (w) { return !inMessage[w]; });
     var qpairs = Object.keys(pairs(qwords));
     var idf = this.idf, df = this.df;
     var specific = function (lit) {
@@ -240,10 +248,11 @@
             literal = Math.max(literal, s.weight * lit.length);
         });
       });
-      unique.forEach(function (w) {
-        var f = idf(w);
-        wordScore += f * (p.name[w] ? 3 : p.sig[w] ? 2 : p.seen[w] ? p.seenWeight : p.prose[w] ? 0.5 : 0);
-      });
+      var weigh = function (w) {
+        return idf(w) * (p.name[w] ? 3 : p.sig[w] ? 2 : p.seen[w] ? p.seenWeight : p.prose[w] ? 0.5 : 0);
+      };
+      unique.forEach(function (w) { wordScore += weigh(w); });
+      prefixWords.forEach(function (w) { wordScore += PREFIX_WORDS * weigh(w); });
       qpairs.forEach(function (pr) {
         if (p.pairs[pr]) wordScore += idf(pr.split(" ")[0]) + idf(pr.split(" ")[1]);
       });
