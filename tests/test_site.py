@@ -719,8 +719,8 @@ LINE_PREFIXES = [
     "12/02/2026 17:16:50 - ERROR - trainer - ",
 ]
 # The share of prefixed lines whose first entry is the line's own first entry, measured
-# 2026-12-07: the project's signature lines 99.97 % (the signatures decide them, before and after
-# the change below); the development set's pasted lines (tests/corpus/search-dev, public threads)
+# 2026-12-07: the project's signature lines 99.97 % (every fifth, as tested: 100 %; the signatures
+# decide them, before and after the change below); the development set's pasted lines (tests/corpus/search-dev, public threads)
 # 97.8 %, 94.8 % before a prefix's own words counted less (a vLLM process tag put vLLM pages
 # first, a logger's path the elastic ones, "trainer" the Trainer's)
 PREFIXED_SAME = {"signature lines": 0.998, "development lines": 0.97}
@@ -731,7 +731,9 @@ def test_a_line_ranks_the_same_behind_any_prefix(real_site, entries):
 
     from bench.search import DEV, heldout
     from searchkit import queries
-    sets = {"signature lines": [q for kind, q, _ in queries(entries) if kind == "line"],
+    # one signature line in five: all 547 behind 19 prefixes took ~55 s of CPU, and the signatures
+    # decide them (99.97 % either way)
+    sets = {"signature lines": [q for kind, q, _ in queries(entries) if kind == "line"][::5],
             "development lines": [q for kind, q, _ in heldout(DEV) if kind == "line"]}
     # an exception named with its module ("etcd.EtcdKeyNotFound: ", tests/corpus/search-dev) is
     # the message, not a logger's path to strip: the words that name the failure are in it
@@ -758,7 +760,7 @@ def test_a_line_ranks_the_same_behind_any_prefix(real_site, entries):
                        if first != other]
         at += len(lines) * (len(LINE_PREFIXES) + 1)
         share = 1 - len(differ) / (len(lines) * len(LINE_PREFIXES))
-        assert len(lines) >= 50 and share >= PREFIXED_SAME[name], (name, f"{share:.4f}", differ[:10])
+        assert len(lines) >= 70 and share >= PREFIXED_SAME[name], (name, f"{share:.4f}", differ[:10])
 
 
 def test_every_page_section_has_its_partial_and_every_partial_a_section():
