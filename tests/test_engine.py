@@ -883,6 +883,30 @@ def test_skipped_lines_still_give_the_ranks_and_the_time_a_finding_inherits(inde
     assert got[1]["primary"]["id"] == "torchrun-rendezvous-timeout"
 
 
+def test_skipped_lines_are_read_for_their_origin_less_often_while_they_name_nothing_new(index, monkeypatch):
+    """Past ORIGIN_QUIET, the gap between skipped lines read for their origin doubles while
+    they name no new rank or host (a parsed prefix costs ~80 us: one line in 32 held a file of
+    benign anchor lines under 32 MB/s), and ranks that start printing late are still seen."""
+    from faildex import scan
+
+    plan = scan.Plan(index)
+    words = plan.reader_words({}) | plan.literal_words
+    anchor = next(a for a in index["anchors"] if not any(w in f"INFO step 1 note {a}".encode() for w in words))
+    n = 40 * scan.ORIGIN_QUIET
+    late = n - 10 * scan.ORIGIN_SAMPLE_MAX     # ranks 64-127 join here: every other line, in turn
+    lines = [f"[rank{64 + i // 2 % 64 if i >= late and i % 2 else i % 64}]:[2026-12-05 10:{i // 3600 % 60:02d}:"
+             f"{i // 60 % 60:02d},{i % 1000:03d}] INFO step {i} note {anchor}\n" for i in range(n)]
+    read = []
+    original = scan.Source._origin
+    monkeypatch.setattr(scan.Source, "_origin", lambda self, raw: read.append(1) or original(self, raw))
+    got = run_text(index, "".join(lines) + TIMEOUT_LINE)
+    assert got["facts"]["ranks"] == list(range(128))
+    # every line until ORIGIN_QUIET in a row named nothing new, a few more as the gap grows and
+    # after the late ranks; one line in ORIGIN_SAMPLE would have been ~2,300 more
+    assert len(read) < 3 * scan.ORIGIN_QUIET + n // 1000, len(read)
+    assert got["primary"]["id"] == "torchrun-rendezvous-timeout"
+
+
 # ---------------------------------------------------------------- the RE2 prefilter (scan.RE2_NOTE)
 
 def _reports_by_prefilter(index, paths, monkeypatch) -> dict[str, list]:

@@ -60,7 +60,11 @@ REWRITTEN = ("\x1b", "\\", '{"')
 BULK_LINES = 16
 SCAN_SLICE = 1 << 20      # a chunk is scanned in slices of about this size (Source._scan)
 SAMPLE_BYTES = 1 << 16   # of the candidates, to choose the live passes' key bytes
-ORIGIN_QUIET, ORIGIN_SAMPLE = 2048, 32  # how skipped lines are read for their origin (_origin)
+# How skipped lines are read for their origin (_origin): every one until ORIGIN_QUIET in a
+# row name no new host or rank, then one in ORIGIN_SAMPLE lines, the gap doubling after each
+# such line that names nothing new up to ORIGIN_SAMPLE_MAX (a parsed prefix costs ~80 us:
+# one line in 32 held a file of benign anchor lines under 32 MB/s), back to every line on news
+ORIGIN_QUIET, ORIGIN_SAMPLE, ORIGIN_SAMPLE_MAX = 2048, 32, 4096
 # REPEAT_NOTE. A line a reader wants (it holds "Error", "FATAL", a job word) is read in
 # full, ~60 us in Python, so a benign line type that holds such a word and an anchor
 # ("... note FATAL (batch 3, 0.51 s)" on every step) would make a log crawl at ~1 MB/s.
@@ -385,6 +389,8 @@ class Source:
         self._repeat_errors: dict[bytes, int] = {}   # shape -> error lines one of its lines counts, where it changes the tallies
         self._inert: set[bytes] = set()           # shapes read REPEAT_READS times in a row to no effect
         self._quiet = 0           # skipped candidate lines in a row that named no new origin (_origin)
+        self._since = 0           # skipped candidate lines since the last one read for its origin
+        self._gap = ORIGIN_SAMPLE  # past ORIGIN_QUIET, one skipped line in this many is read
         # Findings of the current buffer that still need their context lines: only
         # the kept ones get them, once, at the end of the buffer (see _scan).
         self._unattached: dict[int, tuple[dict, int, int]] = {}
@@ -550,7 +556,8 @@ class Source:
                                 counted = (start, spans[start], touch[shape])
                     if skip:
                         self._quiet += 1
-                        if self._quiet <= ORIGIN_QUIET or not self._quiet % ORIGIN_SAMPLE:
+                        self._since += 1
+                        if self._quiet <= ORIGIN_QUIET or self._since >= self._gap:
                             self._origin(buf[start:spans[start]])
                             skipped = None
                         else:
@@ -641,7 +648,7 @@ class Source:
     def _dense_lines(self, checks: "DenseChecks", buf: bytes, end: int, spans: dict[int, int]) -> None:
         """Add to spans the lines of buf[:end] that hold a demoted anchor and that a
         signature may match or a reader wants; count the others and read one in
-        ORIGIN_SAMPLE of them for its origin."""
+        the origin gap of them for its origin."""
         for rx in (checks.signatures, checks.readers):
             pos = 0
             while rx is not None and (m := rx.search(buf, pos, end)) is not None:
@@ -659,7 +666,7 @@ class Source:
                     spans[start] = max(spans.get(start, 0), stop)
         self.candidates += sum(buf.count(a, 0, end) for a in checks.words)
         # their origins, as _scan reads a skipped line's: each line's until ORIGIN_QUIET in
-        # a row name no new host or rank, then about one line in ORIGIN_SAMPLE
+        # a row name no new host or rank, then about one line in the origin gap
         # (their times come later, in order: DenseChecks.last_line)
         line = max(1, end // max(1, buf.count(b"\n", 0, end)))    # bytes per line, on average
         pos, last_ts = 0, self.last_ts
@@ -667,17 +674,22 @@ class Source:
             start, stop = _segment(buf, m.start(), False)
             self._quiet += 1
             self._origin(buf[start:stop])
-            pos = stop + 1 + (0 if self._quiet <= ORIGIN_QUIET else line * (ORIGIN_SAMPLE - 1))
+            pos = stop + 1 + (0 if self._quiet <= ORIGIN_QUIET else line * (self._gap - 1))
         self.last_ts = last_ts
 
     def _origin(self, raw: bytes) -> None:
         """What a skipped candidate line still tells: its time, host and rank (the ranks and
         hosts a job shows). Read from every skipped line until ORIGIN_QUIET in a row bring no
-        new host or rank, then from one in ORIGIN_SAMPLE, and from the last one before a
-        line that is read (whose finding may inherit its time)."""
+        new host or rank, then from one in the origin gap (ORIGIN_SAMPLE, doubling while
+        they bring nothing new), and from the last one before a line that is read (whose
+        finding may inherit its time)."""
         meta, _ = parse_prefix(strip_ansi(raw.decode("utf-8", "replace")).rstrip("\r\n"))
+        self._since = 0
         if self._note_origin(meta):
             self._quiet = 0
+            self._gap = ORIGIN_SAMPLE
+        elif self._quiet > ORIGIN_QUIET:
+            self._gap = min(2 * self._gap, ORIGIN_SAMPLE_MAX)
 
     def _note_origin(self, meta: dict) -> bool:
         """Keep a line's time, host and rank; True when the host or the rank is new."""
@@ -770,13 +782,14 @@ class Source:
             last = next(i for i in range(n - 1, -1, -1) if masked.shapes[i] in touch)
             masked.last_error = (masked.starts[last], masked.ends[last], touch[masked.shapes[last]])
         # their origins, as _scan reads a skipped line's: each line's until ORIGIN_QUIET in a
-        # row name no new host or rank, then one in ORIGIN_SAMPLE
+        # row name no new host or rank, then one in the origin gap
         last_ts, i = self.last_ts, 0
         while i < n:
             if self._quiet >= ORIGIN_QUIET:
-                step = ORIGIN_SAMPLE - self._quiet % ORIGIN_SAMPLE    # to the next multiple
+                step = max(1, self._gap - self._since)    # to the next line read
                 if i + step > n:
                     self._quiet += n - i
+                    self._since += n - i
                     break
                 i += step - 1
                 self._quiet += step
