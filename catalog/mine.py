@@ -52,6 +52,8 @@ PYTORCH_SCOPE = [
 ]
 # Python projects read from their released wheel or sdist (--archive): release, the
 # repository, and the in-scope paths (prefixes inside the archive, after its top folder).
+# A path only older releases have is the earlier home of an in-scope one: vLLM's V0 engine
+# (up to 0.10) schedules in vllm/core/scheduler.py what V1 schedules in vllm/v1/core/sched/.
 PY_PROJECTS = {
     "transformers": ("https://github.com/huggingface/transformers", [
         "transformers/trainer.py", "transformers/trainer_utils.py", "transformers/trainer_pt_utils.py",
@@ -75,7 +77,8 @@ PY_PROJECTS = {
         "deepspeed/ops/", "op_builder/builder.py", "op_builder/", "deepspeed/accelerator/",
         "deepspeed/env_report.py", "deepspeed/git_version_info.py"]),
     "vllm": ("https://github.com/vllm-project/vllm", [
-        "vllm/v1/engine/", "vllm/v1/core/kv_cache_utils.py", "vllm/v1/core/sched/", "vllm/v1/worker/gpu_worker.py",
+        "vllm/v1/engine/", "vllm/v1/core/kv_cache_utils.py", "vllm/v1/core/sched/", "vllm/core/scheduler.py",
+        "vllm/v1/worker/gpu_worker.py",
         "vllm/v1/worker/gpu_model_runner.py", "vllm/v1/executor/", "vllm/engine/", "vllm/executor/",
         "vllm/worker/", "vllm/entrypoints/launcher.py", "vllm/entrypoints/openai/api_server.py",
         "vllm/config/", "vllm/config.py", "vllm/model_executor/model_loader/", "vllm/distributed/",

@@ -36,7 +36,11 @@ if [ -n "$WHEELS" ]; then
   $M huggingface_hub --archive "$WHEELS/huggingface_hub-2.4.0-py3-none-any.whl" --release 2.4.0
   $M deepspeed --fresh --archive "$WHEELS/deepspeed-0.17.6.tar.gz" --release 0.17.6
   $M deepspeed --archive "$WHEELS/deepspeed-0.19.8.tar.gz" --release 0.19.8
-  $M vllm --fresh --archive "$WHEELS/vllm-0.11.0-cp38-abi3-manylinux1_x86_64.whl" --release 0.11.0
+  # vLLM: the V0-engine releases first, then 0.11.0 (0.4.3 has no abi3 wheel: its cp311 one)
+  $M vllm --fresh --archive "$WHEELS/vllm-0.4.3-cp311-cp311-manylinux1_x86_64.whl" --release 0.4.3
+  for v in 0.5.5 0.6.6.post1 0.8.5 0.11.0; do
+    $M vllm --archive "$WHEELS/vllm-$v-cp38-abi3-manylinux1_x86_64.whl" --release $v
+  done
 fi
 [ -n "$SLURM_GIT" ] && $M slurm --fresh --git "$SLURM_GIT" --tags slurm-23-11-11-1 slurm-24-11-6-1 slurm-25-11-7-1
 $PY catalog/apply.py --all

@@ -113,6 +113,29 @@ def test_miner_reads_python_messages():
     assert "plain {path}" in got
 
 
+def test_miner_reads_the_v0_scheduler_of_an_older_vllm_wheel(tmp_path):
+    # vLLM up to 0.10 schedules in vllm/core/scheduler.py (V0) what 0.11 schedules in
+    # vllm/v1/core/sched/: an older wheel's scheduler warnings are catalogue templates, the
+    # rest of vllm/core/ (block managers, evictors) stays out of scope
+    import types
+    import zipfile
+    mine = _mine()
+    wheel = tmp_path / "vllm-0.6.6-cp38-abi3-manylinux1_x86_64.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
+        z.writestr("vllm/core/scheduler.py", textwrap.dedent('''
+            import logging
+            logger = logging.getLogger(__name__)
+            def f(num_new_tokens, prompt_limit):
+                logger.warning("Input prompt (%d tokens) is too long and exceeds limit of %d",
+                               num_new_tokens, prompt_limit)
+        '''))
+        z.writestr("vllm/core/evictor.py", "raise ValueError('No usable cache memory left')\n")
+    found, _ = mine.mine_release("vllm", types.SimpleNamespace(archive=str(wheel), release="0.6.6"), None)
+    got = {f["message"]: f["where"] for f in found}
+    assert got == {"Input prompt ({num_new_tokens} tokens) is too long and exceeds limit of {prompt_limit}":
+                   "vllm/core/scheduler.py:5"}, got
+
+
 def test_miner_reads_a_message_variable_as_its_own_function_set_it():
     # transformers 4.57 builds `preface` in two functions (FlashAttention 2 and 3); each raise
     # must keep its own function's words, and a later reassignment must not leak backwards
