@@ -50,6 +50,11 @@ PYTORCH_SCOPE = [
     "torch/_inductor/compile_fx.py", "torch/_dynamo/convert_frame.py", "torch/_inductor/runtime/triton_heuristics.py",
     "torch/cuda/_memory_viz.py", "torch/_inductor/codecache.py", "torch/utils/_triton.py",
 ]
+# Where PyTorch's message helpers are read (python_helpers): torch.distributed and DDP, whose
+# helpers raise the caller's text (_p_assert, _log_and_throw); their call sites anywhere in scope
+# are templates. Dynamo's and Inductor's helpers are left out: their argument is a graph-break
+# reason or a shell command, not a failure a training log shows.
+PYTORCH_HELPER_SCOPE = ("torch/distributed/", "torch/nn/parallel/")
 # Python projects read from their released wheel or sdist (--archive): release, the
 # repository, and the in-scope paths (prefixes inside the archive, after its top folder).
 # A path only older releases have is the earlier home of an in-scope one: vLLM's V0 engine
@@ -198,6 +203,99 @@ def _is_logger(node: ast.AST) -> bool:
     return name.endswith(("log", "logger", "_logger")) or name == "logging"
 
 
+# name -> [helper]: functions whose raise / warnings.warn / log call prints one of their
+# parameters as the whole message (torch.distributed.utils._p_assert(cond, s) raises
+# AssertionError(s); DDP's self._log_and_throw(err_type, err_msg) raises err_type(err_msg)).
+# Set by python_helpers for the files of the release being read; each call site that passes
+# text is a template.
+PY_HELPERS: dict[str, list[dict]] = {}
+
+
+def python_helpers(files) -> dict[str, list[dict]]:
+    """The message helpers of (rel, text) pairs: name -> [{"rel", "method", "params",
+    "pieces": [(parameter, style, level, raises or ("param", name))]}]."""
+    out: dict[str, list[dict]] = {}
+    for rel, text in files:
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            continue
+        methods = {id(f) for c in ast.walk(tree) if isinstance(c, ast.ClassDef) for f in c.body}
+        for fn in ast.walk(tree):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            params = [a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
+            pieces = []
+            stack = list(fn.body)
+            while stack:
+                node = stack.pop()
+                if isinstance(node, _SCOPE):
+                    continue
+                stack.extend(ast.iter_child_nodes(node))
+                if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args:
+                    msg, exc = node.exc.args[0], node.exc.func
+                    raises = ("param", exc.id) if isinstance(exc, ast.Name) and exc.id in params else _expr_name(exc)
+                    if not isinstance(raises, tuple) and not raises[:1].isupper():
+                        continue        # raise _env_error(name): the function builds the message
+                    piece = ("python-raise", "error", raises)
+                elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args:
+                    msg, attr = node.args[0], node.func.attr
+                    if attr == "warn" and _expr_name(node.func.value) == "warnings":
+                        category = _expr_name(node.args[1]) if len(node.args) > 1 else "UserWarning"
+                        piece = ("python-warn", "warning", category)
+                    elif attr in _LOG_LEVELS and _is_logger(node.func.value):
+                        piece = ("python-log", _LOG_LEVELS[attr], None)
+                    else:
+                        continue
+                else:
+                    continue
+                if isinstance(msg, ast.Name) and msg.id in params:
+                    pieces.append((msg.id, *piece))
+            if pieces:
+                out.setdefault(fn.name, []).append({"rel": rel, "method": id(fn) in methods,
+                                                    "params": params, "pieces": pieces})
+    return out
+
+
+def _helper_call(node: ast.Call, rel: str) -> list[dict]:
+    """The templates a call of a message helper prints: the caller's text in the helper's line."""
+    func = node.func
+    if isinstance(func, ast.Name):
+        rows = [h for h in PY_HELPERS.get(func.id, ()) if not h["method"]]
+    elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in ("self", "cls"):
+        rows = [h for h in PY_HELPERS.get(func.attr, ()) if h["method"] and h["rel"] == rel]
+    elif isinstance(func, ast.Attribute) and func.attr.startswith("_"):
+        rows = [h for h in PY_HELPERS.get(func.attr, ()) if not h["method"]]
+    else:
+        return []
+    if not rows:
+        return []
+    helper = next((h for h in rows if h["rel"] == rel), rows[0])
+    params = helper["params"][1:] if helper["method"] else helper["params"]
+
+    def arg(name):
+        for kw in node.keywords:
+            if kw.arg == name:
+                return kw.value
+        i = params.index(name) if name in params else len(node.args)
+        return node.args[i] if i < len(node.args) and not isinstance(node.args[i], ast.Starred) else None
+
+    out = []
+    for param, style, level, raises in helper["pieces"]:
+        value = arg(param)
+        msg = py_message(value) if value is not None else None
+        if msg is None or not re.search(r"[A-Za-z]{3}", FIELD_RE.sub("", msg)):
+            continue
+        if isinstance(raises, tuple):
+            value = arg(raises[1])
+            raises = _expr_name(value) if value is not None else None
+        item = dict(message=msg, level=level, style=style, where=f"{rel}:{node.lineno}")
+        if raises:
+            item["raises"] = raises
+        out.append(item)
+    return out
+
+
 def mine_python(path: Path, rel: str) -> list[dict]:
     return mine_python_text(path.read_text(encoding="utf-8", errors="replace"), rel)
 
@@ -304,6 +402,8 @@ def mine_python_text(text: str, rel: str) -> list[dict]:
                     if msg is not None:
                         found.append(dict(message=msg, level="error", style="python-raise", raises=exc,
                                           where=f"{rel}:{node.lineno}"))
+            elif PY_HELPERS and _helper_call(node, rel):
+                found += _helper_call(node, rel)
             elif isinstance(node.func, ast.Attribute) and node.args:
                 attr = node.func.attr
                 if attr == "warn" and _expr_name(node.func.value) == "warnings":
@@ -389,7 +489,13 @@ def _c_piece(tokens: list[tuple[str, str]]) -> str:
     fmt::format(...) read as its own template; anything else a {name} field."""
     if tokens and all(k == "string" for k, _ in tokens):
         return "".join(_c_unescape(t) for _, t in tokens).replace("{", "(").replace("}", ")")
+    parts = _c_plus_parts(tokens)
+    if len(parts) > 1:          # "prefix: " + msg + "..." (std::string concatenation)
+        return "".join(_c_piece(p) for p in parts)
     words = [t for k, t in tokens]
+    if len(words) == 3 and words[1:] == ["(", ")"] and words[0].endswith(".str") and \
+            _c_stream_text(words[0][:-4]) is not None:
+        return _c_stream_text(words[0][:-4])     # ss.str(): what the function wrote into ss
     for i, t in enumerate(words[:-1]):
         if words[i + 1] == "(" and re.search(r"(?:^|::)(format|str|c_str)$", t) and not t.endswith("c_str"):
             inner = " ".join(words[i + 1:])
@@ -399,7 +505,7 @@ def _c_piece(tokens: list[tuple[str, str]]) -> str:
                 return out
     names = [w for k, t in tokens if k == "other" for w in re.findall(r"[A-Za-z_]\w*", t)
              if w not in ("c_str", "str", "what", "std", "to_string", "size_t", "int")]
-    if len(names) == 1 and _c_string(names[0]) is not None:
+    if len(names) == 1 and names[0] not in _C_SHADOW and _c_string(names[0]) is not None:
         return _c_string(names[0])     # a message kept in a string variable of the file
     return "{" + (names[-1] if names else "value") + "}"
 
@@ -411,6 +517,51 @@ def _c_piece(tokens: list[tuple[str, str]]) -> str:
 FIELD_RE = re.compile(r"\{[^{}]*\}")
 _C_STRINGS: dict[str, list[tuple[int, str]]] = {}
 _C_POS = [0]
+# the parameters of the function being read: a parameter `msg` is the caller's text, not a
+# variable `msg` that another function above defined
+_C_SHADOW: set[str] = set()
+# std::stringstream variables: name -> [(position, "decl" | text written by `ss << ...;`)]
+_C_STREAMS: dict[str, list[tuple[int, str]]] = {}
+_C_STREAM_DECL = re.compile(r"\bstd::(?:o?stringstream|ostringstream)\s+(\w+)\s*;")
+
+
+def _c_plus_parts(tokens: list[tuple[str, str]]) -> list[list[tuple[str, str]]]:
+    """An argument split at its top-level `+` when one side is a string literal (so that
+    `a + b` arithmetic stays one value)."""
+    parts, cur, depth = [], [], 0
+    for kind, text in tokens:
+        depth += kind == "open"
+        depth -= kind == "close"
+        if depth == 0 and kind == "other" and text == "+":
+            parts.append(cur)
+            cur = []
+            continue
+        cur.append((kind, text))
+    parts.append(cur)
+    if len(parts) > 1 and all(parts) and any(p and p[0][0] == "string" for p in parts):
+        return parts
+    return [tokens]
+
+
+def _c_stream_text(name: str) -> str | None:
+    """What `name << ... ;` statements wrote since the stream's declaration above _C_POS."""
+    rows = [(pos, text) for pos, text in _C_STREAMS.get(name, ()) if pos < _C_POS[0]]
+    decl = max((i for i, (_, text) in enumerate(rows) if text is None), default=None)
+    if decl is None:
+        return None
+    text = "".join(t for _, t in rows[decl + 1:])
+    return text if re.search(r"[A-Za-z]{3}", FIELD_RE.sub("", text)) else None
+
+
+def _c_streams(src: str) -> dict[str, list[tuple[int, str | None]]]:
+    out: dict[str, list[tuple[int, str | None]]] = {}
+    for m in _C_STREAM_DECL.finditer(src):
+        out.setdefault(m.group(1), []).append((m.start(), None))
+    for name in list(out):
+        for m in re.finditer(rf"(?<![\w.>]){re.escape(name)}\s*<<", src):
+            out[name].append((m.start(), _c_stream(src, m.end() - 2)))
+        out[name].sort(key=lambda r: r[0])
+    return out
 _C_STRING_DEF = re.compile(r'(?:std::string|const char\s*\*|auto)\s+(?:const\s+)?(\w+)\s*=\s*'
                            r'(?:((?:"(?:[^"\\\n]|\\.)*"\s*)+);|(c10::str|(?:c10::)?fmt::format)\s*\()')
 
@@ -421,7 +572,9 @@ def _c_string(name: str) -> str | None:
 
 
 def _c_strings(src: str) -> dict[str, list[tuple[int, str]]]:
-    out: dict[str, list[tuple[int, str]]] = {}
+    # filled as it goes: a definition may use one above it (c10::str(kPrefix, "\n", info))
+    out = _C_STRINGS
+    out.clear()
     for m in _C_STRING_DEF.finditer(src):
         if m.group(2):
             text = "".join(_c_unescape(x) for x in re.findall(r'"(?:[^"\\\n]|\\.)*"', m.group(2)))
@@ -432,7 +585,7 @@ def _c_strings(src: str) -> dict[str, list[tuple[int, str]]]:
             text = _c_fmt(args) if m.group(3).endswith("format") else "".join(_c_piece(a) for a in args)
         if text and re.search(r"[A-Za-z]{3}", FIELD_RE.sub("", text)):
             out.setdefault(m.group(1), []).append((m.start(), text))
-    return out
+    return dict(out)
 
 
 _TEXT_OF_ERROR = {"strerror", "gai_strerror", "dlerror", "ncclGetErrorString", "cudaGetErrorString",
@@ -501,21 +654,18 @@ def line_of(src: str, pos: int) -> int:
 _NOT_MESSAGE = {"concat": 0, "check": 1, "check2": 2, "typed": 1, "typed-check": 2}
 
 
-def mine_c(src: str, rel: str, macros: dict[str, tuple]) -> list[dict]:
-    """Calls of the named macros. macros: name -> (style, level, how[, pattern the message
-    must start with]) where how is
-    'printf' (a format and its values), 'printf1' (a flag, then printf's), 'fmt' (fmt::format's "{}" fields), 'stream'
-    (LOG(...) << ...), or one of _NOT_MESSAGE (the message pieces after some arguments)."""
-    found = []
-    src = _blank_comments(src)
-    _C_STRINGS.clear()
-    _C_STRINGS.update(_c_strings(src))
+def _c_macro_calls(src: str, macros: dict[str, tuple], defs: list["_CDef"]):
+    """(position, message, style, level, raises) of every call of the named macros in src
+    (comments blanked, the file's string variables read)."""
     calls = "|".join(sorted((re.escape(n) for n in macros if not n.endswith(")")), key=len, reverse=True))
     streams = "|".join(re.escape(n) for n in macros if n.endswith(")")) or "(?!)"
     for m in re.finditer(rf"\b(?:({streams})|({calls})\s*\()", src):
         style, level, how, *keep = macros[m[1] or m[2]]
         _C_POS[0] = m.start()
-        raises = None
+        inner = _c_enclosing(defs, m.start())
+        _C_SHADOW.clear()
+        _C_SHADOW.update(inner.params if inner else ())
+        raises = _MACRO_RAISES.get(m[2] or "")
         if how == "stream":      # LOG(ERROR) has no call of its own: the message follows
             msg = _c_stream(src, m.end())
         else:
@@ -530,14 +680,244 @@ def mine_c(src: str, rel: str, macros: dict[str, tuple]) -> list[dict]:
                 msg = "".join(_c_piece(a) for a in args[_NOT_MESSAGE[how]:])
             if how.startswith("typed") and args:
                 raises = _c_piece(args[0]).strip("{}")
+        _C_SHADOW.clear()
         if keep and not (msg and re.match(keep[0], msg)):
             continue
-        if msg and re.search(r"[A-Za-z]{3}", re.sub(r"\{[^{}]*\}", "", msg)):
-            item = dict(message=msg.strip(), level=level, style=style, where=f"{rel}:{line_of(src, m.start())}")
-            if raises:
-                item["raises"] = _PY_ERROR_NAMES.get(raises, raises)
-            found.append(item)
+        if msg:
+            yield m.start(), msg.strip(), style, level, (_PY_ERROR_NAMES.get(raises, raises) if raises else None)
+
+
+# ---- message helpers: functions that print or throw the text their caller passes
+#
+# ProcessGroupGloo reports argument errors through a lambda that adds its prefix,
+#   static auto invalidArgument = [](const std::string& msg) {
+#     TORCH_CHECK(false, "ProcessGroupGloo::gather: " + msg); };
+#   invalidArgument("requires empty output on non-root");
+# and through checks of Utils.hpp that call back with their own words,
+#   inline void assertRootRank(std::function<void(const std::string&)> fn, int rank, int size) {
+#     if (...) fn("invalid root rank: " + std::to_string(rank)); }
+#   assertRootRank(invalidArgument, opts.rootRank, size_);
+# Each call site is a template: the helper's words around the caller's.
+
+_SLOT = "\x00"
+_C_KEYWORDS = {"if", "for", "while", "switch", "return", "catch", "sizeof", "decltype", "defined", "throw",
+               "static_assert", "alignof", "noexcept", "new", "delete", "case", "do", "else"}
+_C_DEF_HEAD = re.compile(r"(?:\bauto\s+(\w+)\s*=\s*\[[^\]\n]*\]\s*\(|(?<![\w.>:])(?:\w+::)*(\w+)\s*\()")
+
+
+class _CDef:
+    """A function or a named lambda: its name, where its name is, its parameters (callback
+    parameters, std::function, apart) and its body's span."""
+
+    def __init__(self, name, pos, params, callbacks, body, texts=()):
+        self.name, self.pos, self.params, self.callbacks, self.body = name, pos, params, callbacks, body
+        self.texts = texts      # the parameters that are text (std::string, const char*)
+
+
+def _c_definitions(src: str) -> list[_CDef]:
+    out = []
+    for m in _C_DEF_HEAD.finditer(src):
+        name = m[1] or m[2]
+        if name in _C_KEYWORDS:
+            continue
+        params, end = _c_call_args(src, m.end() - 1)
+        tail = re.match(r"\s*(?:const\b\s*|noexcept\b\s*|override\b\s*|mutable\b\s*|->\s*[\w:<>,\s*&]+?)*\{",
+                        src[end:end + 200])
+        if not tail or (m[2] and not re.search(r"[\w>&*]\s*(?:\w+::)*$", src[max(0, m.start() - 80):m.start()])):
+            continue
+        body_start = end + tail.end() - 1
+        depth, body_end = 0, len(src)
+        for t in _C_TOKEN.finditer(src, body_start):
+            if t.lastgroup == "open" and t.group() == "{":
+                depth += 1
+            elif t.lastgroup == "close" and t.group() == "}":
+                depth -= 1
+                if depth == 0:
+                    body_end = t.end()
+                    break
+        names, callbacks, texts = [], [], []
+        for i, toks in enumerate(params):
+            words = [t for k, t in toks if k == "other"]
+            if "=" in words:
+                words = words[:words.index("=")]
+            ident = [w for w in words if re.fullmatch(r"[A-Za-z_]\w*", w)]
+            if not ident:
+                names.append(None)
+                continue
+            names.append(ident[-1])
+            if any("function" in w for w in words):
+                callbacks.append(i)
+            elif any(re.search(r"string|char\b|str\b", w) for w in words[:-1]):
+                texts.append(i)
+        out.append(_CDef(name, m.start(m.lastindex), names, callbacks, (body_start, body_end), texts))
+    return out
+
+
+def _c_enclosing(defs: list[_CDef], pos: int) -> _CDef | None:
+    inside = [d for d in defs if d.body[0] < pos < d.body[1]]
+    return min(inside, key=lambda d: d.body[1] - d.body[0]) if inside else None
+
+
+def c_helpers(src: str, macros: dict[str, tuple], shared: dict | None = None) -> dict[str, list[dict]]:
+    """The message helpers a file defines: name -> [helper], each either
+    {"kind": "message", "pos", "pieces": [(param index, template with _SLOT, style, level, raises)]}
+    (the function prints or throws its parameter's text) or
+    {"kind": "callback", "pos", "index": callback parameter, "messages": [template]}
+    (the function calls its std::function parameter with these words). `shared` are the
+    helpers of other files (headers) that this file's helpers may call."""
+    src = _blank_comments(src)
+    _C_STRINGS.clear()
+    _C_STRINGS.update(_c_strings(src))
+    _C_STREAMS.clear()
+    _C_STREAMS.update(_c_streams(src))
+    defs = _c_definitions(src)
+    calls = list(_c_macro_calls(src, macros, defs))
+    found: dict[str, list[dict]] = {}
+    for d in defs:
+        pieces = []
+        for pos, msg, style, level, raises in calls:
+            if d.body[0] < pos < d.body[1] and _c_enclosing(defs, pos) is d:
+                for i, p in enumerate(d.params):
+                    # the caller's text ends the line (a prefix helper, or the whole message); a
+                    # text parameter inside the helper's own words is a value, and the line
+                    # itself is the template ("Attribute {attrName} of node {name} not found")
+                    if p and i in d.texts and re.search(r"\{" + p + r"\}[\s.:;!]*$", msg):
+                        pieces.append((i, msg.replace("{" + p + "}", _SLOT, 1), style, level, raises))
+        if pieces:
+            pieces.sort(key=lambda x: x[2] != "cpp-check")      # the exception before the log line
+            found.setdefault(d.name, []).append({"kind": "message", "pos": d.pos, "pieces": pieces})
+    # callbacks: fn("words"), and other callback helpers handed fn; to a fixpoint
+    for _ in range(4):
+        known = {**(shared or {}), **found}
+        for d in defs:
+            if not d.callbacks:
+                continue
+            messages = []
+            for cb in d.callbacks:
+                for m in re.finditer(r"(?<![\w.>:])(\w+)\s*\(", src[d.body[0]:d.body[1]]):
+                    start = d.body[0] + m.end() - 1
+                    args, _ = _c_call_args(src, start)
+                    _C_POS[0] = start
+                    _C_SHADOW.clear()
+                    if m[1] == d.params[cb] and args:
+                        text = _c_piece(args[0])
+                        if re.search(r"[A-Za-z]{3}", FIELD_RE.sub("", text)):
+                            messages.append(text)
+                    for h in known.get(m[1], ()):
+                        if h["kind"] == "callback" and h["index"] < len(args) and \
+                                [t for _, t in args[h["index"]]] == [d.params[cb]]:
+                            messages += h["messages"]
+            if messages:
+                entry = {"kind": "callback", "pos": d.pos, "index": d.callbacks[0],
+                         "messages": list(dict.fromkeys(messages))}
+                rows = found.setdefault(d.name, [])
+                old = next((h for h in rows if h["pos"] == d.pos), None)
+                if old:
+                    old["messages"] = list(dict.fromkeys(old["messages"] + entry["messages"]))
+                else:
+                    rows.append(entry)
+    # overloads share their name: a callback helper's messages are those of all of them
+    for name, rows in found.items():
+        cbs = [h for h in rows if h["kind"] == "callback"]
+        union = list(dict.fromkeys(m for h in cbs for m in h["messages"]))
+        for h in cbs:
+            h["messages"] = union
+    _C_SHADOW.clear()
     return found
+
+
+def _c_visible(helpers: dict[str, list[dict]], name: str, pos: int, kind: str) -> dict | None:
+    """The definition a call at pos means: the nearest one above it (a lambda is defined again
+    in each function), else the first."""
+    rows = [h for h in helpers.get(name, ()) if h["kind"] == kind]
+    above = [h for h in rows if h["pos"] < pos]
+    return (above[-1] if above else rows[0]) if rows else None
+
+
+def mine_c(src: str, rel: str, macros: dict[str, tuple], shared: dict | None = None) -> list[dict]:
+    """Calls of the named macros, and (when `shared` is given, even empty) calls of the file's
+    and `shared`'s message helpers.
+    macros: name -> (style, level, how[, pattern the message must start with]) where how is
+    'printf' (a format and its values), 'printf1' (a flag, then printf's), 'fmt' (fmt::format's "{}" fields), 'stream'
+    (LOG(...) << ...), or one of _NOT_MESSAGE (the message pieces after some arguments)."""
+    own = c_helpers(src, macros, shared) if shared is not None else {}
+    helpers = {k: list(v) for k, v in (shared or {}).items()}
+    for k, v in own.items():
+        helpers[k] = v + [h for h in helpers.get(k, ()) if h["kind"] not in {x["kind"] for x in v}]
+    found = []
+    src = _blank_comments(src)
+    _C_STRINGS.clear()
+    _C_STRINGS.update(_c_strings(src))
+    _C_STREAMS.clear()
+    _C_STREAMS.update(_c_streams(src))
+    defs = _c_definitions(src)
+    used: set[int] = set()      # the helpers (by position) a call site here printed through
+
+    def add(pos, msg, style, level, raises):
+        if msg and re.search(r"[A-Za-z]{3}", re.sub(r"\{[^{}]*\}", "", msg)):
+            item = dict(message=msg.strip(), level=level, style=style, where=f"{rel}:{line_of(src, pos)}")
+            if raises:
+                item["raises"] = raises
+            found.append(item)
+
+    defined = {d.pos for d in defs}
+    for m in re.finditer(r"(?<![\w.>])(?:\w+::)*(\w+)\s*\(", src):
+        name = m[1]
+        if name not in helpers or m.start(1) in defined:
+            continue
+        args, _ = _c_call_args(src, m.end() - 1)
+        _C_POS[0] = m.start()
+        inner = _c_enclosing(defs, m.start())
+        _C_SHADOW.clear()
+        _C_SHADOW.update(inner.params if inner else ())
+        emitted = set()
+        helper = _c_visible(helpers, name, m.start(), "message")
+        if helper:
+            for index, template, style, level, raises in helper["pieces"]:
+                if index < len(args) and args[index]:
+                    text = template.replace(_SLOT, _c_piece(args[index]))
+                    if text not in emitted and re.search(r"[A-Za-z]{3}", FIELD_RE.sub("", _c_piece(args[index]))):
+                        emitted.add(text)
+                        used.add(helper["pos"])
+                        add(m.start(), text, style, level, raises)
+        helper = _c_visible(helpers, name, m.start(), "callback")
+        if helper and helper["index"] < len(args):
+            words = [t for _, t in args[helper["index"]]]
+            target = _c_visible(helpers, words[0], m.start(), "message") if len(words) == 1 else None
+            if target:
+                for words_ in helper["messages"]:
+                    for index, template, style, level, raises in target["pieces"]:
+                        text = template.replace(_SLOT, words_)
+                        if text not in emitted:
+                            emitted.add(text)
+                            used.add(target["pos"])
+                            add(m.start(), text, style, level, raises)
+        _C_SHADOW.clear()
+    # a helper's own line prints whatever its callers pass: where they pass text, the call
+    # sites are the templates and the line itself ("ProcessGroupGloo::gather: {msg}") is not
+    bodies = [(d.body, {d.params[i] for i in d.texts}) for d in defs if d.pos in used]
+    for pos, msg, style, level, raises in _c_macro_calls(src, macros, defs):
+        if not any(a < pos < b and any("{" + p + "}" in msg for p in params) for (a, b), params in bodies):
+            add(pos, msg, style, level, raises)
+    found.sort(key=lambda f: int(f["where"].rsplit(":", 1)[1]))
+    return found
+
+
+def c_shared_helpers(files: dict[str, str], macros: dict[str, tuple]) -> dict[str, list[dict]]:
+    """The message helpers the headers among `files` define, for every file that includes them."""
+    shared: dict[str, list[dict]] = {}
+    for _ in range(2):          # a header's helper may call another header's
+        for rel, src in files.items():
+            if rel.endswith((".h", ".hpp", ".cuh")):
+                for name, rows in c_helpers(src, macros, shared).items():
+                    shared[name] = rows
+    return shared
+
+
+# the exception type a macro raises in Python (c10's typed errors, as torch/csrc/Exceptions.h
+# translates them)
+_MACRO_RAISES = {"TORCH_CHECK_VALUE": "ValueError", "TORCH_CHECK_INDEX": "IndexError",
+                 "TORCH_CHECK_NOT_IMPLEMENTED": "NotImplementedError"}
 
 
 PYTORCH_MACROS = {
@@ -619,37 +999,49 @@ def mine_release(project: str, args, ref: str | None) -> tuple[list[dict], dict]
     if project == "nccl":
         files = git_files(args.git, ref, "src", (".cc", ".h", ".cu", ".cpp"))
         found = []
+        shared = c_shared_helpers(files, NCCL_MACROS)
         for rel, src in files.items():
-            found += mine_c(src, rel, NCCL_MACROS)
+            found += mine_c(src, rel, NCCL_MACROS, shared)
             if "ncclGetErrorString(ncclResult_t code) {" in src:
                 found += mine_nccl_results(src, rel)
         return found, {"repository": "https://github.com/NVIDIA/nccl", "ref": ref, "commit": commit_of(args.git, ref)}
     if project == "gloo":
         files = git_files(args.git, ref, "gloo", (".cc", ".h", ".cu", ".cpp"))
         found = []
+        shared = c_shared_helpers(files, GLOO_MACROS)
         for rel, src in files.items():
-            found += mine_c(src, rel, GLOO_MACROS)
+            found += mine_c(src, rel, GLOO_MACROS, shared)
         return found, {"repository": "https://github.com/pytorch/gloo", "ref": ref, "commit": commit_of(args.git, ref)}
     if project == "pytorch":
         tree = Path(args.tree)
-        found = []
+        found, texts = [], {}
         for scope in PYTORCH_SCOPE:
             paths = sorted((tree / scope).rglob("*.py")) if scope.endswith("/") else [tree / scope]
             for p in paths:
                 rel = p.relative_to(tree).as_posix()
                 if p.is_file() and not EXCLUDE.search("/" + rel):
-                    found += mine_python(p, rel)
+                    texts[rel] = p.read_text(encoding="utf-8", errors="replace")
+        global PY_HELPERS
+        PY_HELPERS = python_helpers((rel, t) for rel, t in texts.items() if rel.startswith(PYTORCH_HELPER_SCOPE))
+        for rel, text in texts.items():
+            found += mine_python_text(text, rel)
+        PY_HELPERS = {}
         provenance = {"repository": "https://github.com/pytorch/pytorch", "ref": f"v{args.release}",
                       "mined_from": f"the installed torch=={args.release} wheel's Python sources"}
         if args.cpp_tree:
             # The C++ half is not in the wheel: files copied from the repository, each at
             # the commit COMMITS.tsv names ("path<TAB>commit<TAB>chars").
-            files = {}
+            # A tree may hold only some of the files (those re-read): the header keeps the
+            # commits of the others (main merges the lists).
+            files, sources = {}, {}
             for row in (Path(args.cpp_tree) / "COMMITS.tsv").read_text().splitlines():
                 path, commit = row.split("\t")[:2]
-                src = (Path(args.cpp_tree) / path).read_text(encoding="utf-8", errors="replace")
-                found += [dict(f, release=f"source@{commit[:10]}") for f in mine_c(src, path, PYTORCH_MACROS)]
+                sources[path] = (Path(args.cpp_tree) / path).read_text(encoding="utf-8", errors="replace")
                 files[path] = commit
+            shared = c_shared_helpers(sources, PYTORCH_MACROS)
+            for path, src in sources.items():
+                found += [dict(f, release=f"source@{files[path][:10]}")
+                          for f in mine_c(src, path, PYTORCH_MACROS, shared)]
             provenance["cpp_files"] = files
         return found, provenance
     if project in PY_PROJECTS:
@@ -684,6 +1076,22 @@ def mine_release(project: str, args, ref: str | None) -> tuple[list[dict], dict]
     raise SystemExit(f"unknown project {project!r}")
 
 
+def merge_cpp_files(catalog: ProjectCatalog, release: str, provenance: dict, found: list[dict]) -> list[dict]:
+    """C++ files re-read for a release join the files its header already lists (each at the
+    commit it was read at): re-mining some files keeps the record of the others. A message
+    the re-read files print that the catalogue already has from a file not re-read keeps that
+    reading (its place and its count of sites span files this run did not see)."""
+    if "cpp_files" not in provenance:
+        return found
+    old = next((r for r in catalog.header.get("releases", []) if r["release"] == release), {})
+    read = set(provenance["cpp_files"])
+    provenance["cpp_files"] = {**(old.get("cpp_files") or {}), **provenance["cpp_files"]}
+    unread = set(provenance["cpp_files"]) - read
+    keep = {k for k, t in catalog.templates.items() if t.where.rsplit(":", 1)[0] in unread}
+    return [f for f in found if not (str(f.get("release", "")).startswith("source@")
+                                     and template_key(f["message"]) in keep)]
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("project", choices=["nccl", "gloo", "pytorch", "cuda-runtime", "slurm", *PY_PROJECTS])
@@ -703,6 +1111,7 @@ def main(argv=None) -> int:
     for ref in refs:
         found, provenance = mine_release(args.project, args, ref)
         release = release_of_tag(ref) if ref and ref != "HEAD" else (args.release or provenance.get("commit", "")[:10])
+        found = merge_cpp_files(catalog, release, provenance, found)
         catalog.add_release(release, provenance,
                             [Template.mined(args.project, f.pop("release", release), **f) for f in found])
         print(f"{args.project} {release}: {len({template_key(f['message']) for f in found})} templates")

@@ -8,7 +8,9 @@
 #                                 the older wordings stay templates (historical forms)
 #   TORCH_1_13_1                  the same of the torch 1.13.1 wheel (cp310 manylinux1_x86_64): the
 #                                 1.x wordings most pasted logs carry
-#   TORCH_CPP                     copied PyTorch C++ files with COMMITS.tsv
+#   TORCH_CPP                     copied PyTorch C++ files with COMMITS.tsv: every file that catalog/pytorch.yaml's
+#                                 header lists under cpp_files, each at its commit (the helpers of its headers,
+#                                 Utils.hpp's assert* checks, are read for the .cpp files read with them)
 #   LIBCUDART                     libcudart.so.12 of nvidia-cuda-runtime-cu12==12.9.79
 #   WHEELS                        folder with the wheels and sdists named below
 set -e

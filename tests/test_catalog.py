@@ -184,6 +184,139 @@ def test_miner_reads_c_macro_calls():
         "torch.distributed.DistNetworkError"
 
 
+def test_miner_reads_the_call_sites_of_cpp_message_helpers():
+    # ProcessGroupGloo (2.13.0's commit) reports argument errors through a lambda that adds
+    # "ProcessGroupGloo::<op>: ", called with text, a stringstream, or handed to Utils.hpp's
+    # assert* checks, which call it back with their own words; logAndThrow logs and throws
+    mine = _mine()
+    header = textwrap.dedent("""
+        inline void assertRootRank(
+            std::function<void(const std::string&)> fn, int rank, int size) {
+          if (rank < 0 || rank >= size) {
+            fn("invalid root rank: " + std::to_string(rank));
+          }
+        }
+        inline void assertTypeMatch(std::function<void(const std::string&)> fn,
+            const at::TensorOptions& options, const at::ArrayRef<at::Tensor> tensors, size_t index) {
+          fn("invalid tensor type at index " + std::to_string(index) + " (expected " +
+             toString(options) + ", got " + toString(tensors[index].options()) + ")");
+        }
+        inline void assertTypeAndSizesMatch(std::function<void(const std::string&)> fn,
+            const at::ArrayRef<at::Tensor> tensors, const at::TensorOptions& options) {
+          for (const auto i : c10::irange(tensors.size())) {
+            assertTypeMatch(fn, options, tensors, i);
+          }
+        }
+    """)
+    src = textwrap.dedent("""
+        void logAndThrow(const std::string& logMessage, const std::string& errorMessage) {
+          LOG(ERROR) << logMessage;
+          TORCH_CHECK(false, errorMessage);
+        }
+        ProcessGroupGloo::ProcessGroupGloo() {
+          auto msg = c10::str("Gloo connectFullMesh failed with ", err);
+          logAndThrow(msg, msg);
+        }
+        c10::intrusive_ptr<Work> ProcessGroupGloo::gather(std::vector<at::Tensor>& inputs) {
+          static auto invalidArgument = [](const std::string& msg) {
+            TORCH_CHECK_VALUE(false, "ProcessGroupGloo::gather: " + msg);
+          };
+          assertRootRank(invalidArgument, opts.rootRank, size_);
+          if (outputs[0].size() != static_cast<size_t>(getSize())) {
+            std::stringstream ss;
+            ss << "Incorrect output list size " << outputs[0].size()
+               << ". Output list size should be " << getSize()
+               << ", same as size of the process group.";
+            invalidArgument(ss.str());
+          }
+          assertTypeAndSizesMatch(invalidArgument, outputs[0], options);
+        }
+        c10::intrusive_ptr<Work> ProcessGroupGloo::scatter() {
+          static auto invalidArgument = [](const std::string& msg) {
+            TORCH_CHECK(false, "ProcessGroupGloo::scatter: " + msg);
+          };
+          invalidArgument("requires empty input on non-root");
+        }
+        void xmlGetAttr(struct xmlNode* node, const char* attrName) {
+          WARN("Attribute %s of node %s not found", attrName, node->name);
+        }
+        void topo() { xmlGetAttr(node, "dev"); }
+    """)
+    macros = {**mine.PYTORCH_MACROS, **mine.NCCL_MACROS}
+    shared = mine.c_shared_helpers({"c10d/Utils.hpp": header}, macros)
+    got = {f["message"]: f for f in mine.mine_c(src, "c10d/PG.cpp", macros, shared)}
+    assert set(got) == {
+        # the string variable the caller built, not the `msg` parameter of a lambda below it
+        "Gloo connectFullMesh failed with {err}",
+        "ProcessGroupGloo::gather: invalid root rank: {rank}",
+        "ProcessGroupGloo::gather: Incorrect output list size {size}. Output list size should be {getSize}, "
+        "same as size of the process group.",
+        "ProcessGroupGloo::gather: invalid tensor type at index {index} (expected {options}, got {options})",
+        "ProcessGroupGloo::scatter: requires empty input on non-root",
+        # a text parameter inside the helper's own words is a value: the helper's line is the template
+        "Attribute {attrName} of node {name} not found",
+    }
+    assert got["ProcessGroupGloo::gather: invalid root rank: {rank}"]["raises"] == "ValueError"
+    assert got["ProcessGroupGloo::gather: invalid root rank: {rank}"]["where"] == "c10d/PG.cpp:14"
+    assert "raises" not in got["ProcessGroupGloo::scatter: requires empty input on non-root"]
+    # without helpers (Slurm's reading) the call sites are not read
+    assert "ProcessGroupGloo::scatter: requires empty input on non-root" not in \
+        {f["message"] for f in mine.mine_c(src, "c10d/PG.cpp", macros)}
+
+
+def test_miner_reads_the_call_sites_of_python_message_helpers():
+    # torch.distributed.utils._p_assert(cond, s) raises AssertionError(s); DDP's
+    # self._log_and_throw(err_type, err_msg) raises the caller's type with the caller's text
+    mine = _mine()
+    utils = textwrap.dedent("""
+        def _p_assert(cond, s, raise_assertion_error=True):
+            if not cond:
+                print(s)
+                if raise_assertion_error:
+                    raise AssertionError(s)
+        def _get_env_or_raise(env_var):
+            raise _env_error(env_var)
+    """)
+    ddp = textwrap.dedent("""
+        from torch.distributed.utils import _p_assert
+        class DistributedDataParallel:
+            def _log_and_throw(self, err_type, err_msg):
+                raise err_type(err_msg)
+            def __init__(self, module, device_ids):
+                if device_ids and len(device_ids) > 1:
+                    self._log_and_throw(ValueError, "device_ids can only be None or contain a single element.")
+                _p_assert(module is not None, f"Expects a module but got {module}")
+                _get_env_or_raise("RANK")
+    """)
+    files = [("torch/distributed/utils.py", utils), ("torch/nn/parallel/distributed.py", ddp)]
+    mine.PY_HELPERS = mine.python_helpers(files)
+    try:
+        got = {f["message"]: f for f in mine.mine_python_text(ddp, "torch/nn/parallel/distributed.py")}
+    finally:
+        mine.PY_HELPERS = {}
+    assert set(got) == {"device_ids can only be None or contain a single element.", "Expects a module but got {module}"}
+    assert got["device_ids can only be None or contain a single element."]["raises"] == "ValueError"
+    assert got["Expects a module but got {module}"]["raises"] == "AssertionError"
+    assert got["Expects a module but got {module}"]["where"] == "torch/nn/parallel/distributed.py:9"
+
+
+def test_cpp_files_re_read_for_a_release_join_the_files_its_header_lists():
+    # re-mining ProcessGroupGloo.cpp alone keeps the header's other files and their commits, and
+    # a message it shares with a file not re-read keeps that file's reading
+    mine = _mine()
+    cat = catalog.ProjectCatalog(project="pytorch")
+    cat.add_release("2.13.0", {"cpp_files": {"a.cpp": "a" * 40, "b.cpp": "b" * 40}}, [
+        catalog.Template.mined("pytorch", "source@aaaaaaaaaa", message="Unhandled ReduceOp", level="error",
+                               style="cpp-check", where="a.cpp:5")])
+    provenance = {"cpp_files": {"b.cpp": "c" * 40}}
+    found = [dict(message="Unhandled ReduceOp", level="error", style="cpp-check", where="b.cpp:9",
+                  release="source@cccccccccc"),
+             dict(message="new {x}", level="error", style="cpp-check", where="b.cpp:10", release="source@cccccccccc")]
+    kept = mine.merge_cpp_files(cat, "2.13.0", provenance, found)
+    assert provenance["cpp_files"] == {"a.cpp": "a" * 40, "b.cpp": "c" * 40}
+    assert [f["message"] for f in kept] == ["new {x}"]
+
+
 # ---------------------------------------------------------------- the files
 
 
