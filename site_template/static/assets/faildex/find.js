@@ -7,7 +7,7 @@
 //     a longer match is a more specific signature);
 //  2. the required literal text of a signature appears in the query (half a line);
 //  3. words: each query word (stemmed, without a question's function words, a typo
-//     read as the one entry word it is a typo of), weighted by how rare it is across
+//     read as the one entry word it is a typo of, a Chinese term as its English words), weighted by how rare it is across
 //     entries, found in the entry's name (title, id, systems), its signatures' general
 //     messages, what it is seen with and the catalogue's messages mapped to it (less),
 //     or its prose; two words next to each other in a message count again.
@@ -64,11 +64,36 @@
     "that the their then there this to was we were what when where which while why will with " +
     "without would you your").split(" "));
 
+  // Chinese words that failure reports use, read as the English words the entries use: a
+  // question pasted from a Chinese-language thread otherwise keeps only its ASCII words.
+  // Longest first, so that 共享内存 is read before 内存.
+  var CJK = [
+    ["共享内存", " shared memory shm "], ["显存不足", " gpu out of memory "], ["内存不足", " out of memory host ram "],
+    ["显存", " gpu memory "], ["内存", " memory ram "], ["磁盘空间", " disk space "], ["磁盘", " disk "],
+    ["无法写", " cannot write "], ["写文件", " write file "], ["空间不足", " no space left "],
+    ["卡住", " hang stuck "], ["卡在", " hang stuck "], ["不动", " hang stuck "], ["死锁", " deadlock hang "], ["挂起", " hang "],
+    ["超时", " timeout timed out "], ["杀死", " killed "], ["被杀", " killed "], ["段错误", " segmentation fault "],
+    ["非法内存访问", " illegal memory access "], ["端口", " port "], ["被占用", " already in use "], ["占用", " in use "],
+    ["多卡", " multi gpu distributed "], ["多机", " multi node "], ["单卡", " single gpu "], ["分布式", " distributed "],
+    ["显卡", " gpu "], ["驱动", " driver "], ["版本", " version "], ["不匹配", " mismatch "], ["不一致", " mismatch "],
+    ["不支持", " not supported "], ["找不到", " not found "], ["不存在", " not found missing "], ["缺少", " missing "],
+    ["环境变量", " environment variable "], ["保存", " save checkpoint "], ["加载", " load "], ["下载", " download "],
+    ["编译", " compile build "], ["安装", " install "], ["信号", " signal "], ["终止", " terminated "], ["中断", " interrupted "],
+    ["梯度", " gradient "], ["损失", " loss "], ["溢出", " overflow "], ["精度", " precision dtype "], ["数据类型", " dtype "],
+    ["网络", " network "], ["连接", " connection connect "], ["拒绝", " refused "], ["进程", " process "], ["线程", " thread "],
+    ["权重", " weights "], ["模型", " model "], ["训练", " training "], ["推理", " inference "], ["报错", " error "], ["错误", " error "],
+  ];
+  function fromCJK(text) {
+    if (!/[\u3400-\u9fff]/.test(text)) return text;
+    CJK.forEach(function (pair) { text = text.split(pair[0]).join(pair[1]); });
+    return text;
+  }
+
   // Identifiers count whole and by their parts: a pasted CUBLAS_STATUS_ALLOC_FAILED
   // meets a signature that spells CUBLAS_STATUS_(ALLOC_FAILED|...).
   function words(text) {
     var out = [];
-    (text.toLowerCase().replace(/'/g, "").match(/[a-z0-9_]+/g) || []).forEach(function (w) {
+    (fromCJK(text).toLowerCase().replace(/'/g, "").match(/[a-z0-9_]+/g) || []).forEach(function (w) {
       if (STOP[w]) return;
       out.push(stem(w));
       if (w.indexOf("_") >= 0) w.split("_").forEach(function (p) { if (p.length > 2) out.push(stem(p)); });
