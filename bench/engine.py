@@ -235,6 +235,8 @@ def main() -> int:
                     help="one file per anchor (benign lines carrying it), scanned on one process")
     ap.add_argument("--anchor-step", type=int, default=1,
                     help="with --anchor-lines: every anchor holding a reader's word, every Nth of the others")
+    ap.add_argument("--anchor-list", help="with --anchor-lines: a JSON list of the anchors to take instead "
+                    "(the same files at two checkouts: a paired before/after)")
     ap.add_argument("--no-twins", action="store_true", help="skip the healthy twin of each profile")
     ap.add_argument("--runs", type=int, default=1, help="report the fastest of this many runs")
     ap.add_argument("--seed", type=int, default=0)
@@ -267,11 +269,13 @@ def main() -> int:
             reader = plan_for(index).reader_words({})
             chosen = [a for n, a in enumerate(index["anchors"])
                       if any(w.decode() in a for w in reader) or n % args.anchor_step == 0]
+            if args.anchor_list:
+                chosen = json.loads(Path(args.anchor_list).read_text())
             rows, events = [], []
             for n, anchor in enumerate(chosen):
                 anchor_line_file(log, anchor, size, args.seed)
                 mb = log.stat().st_size / 1e6
-                one_t, cands, cand_t = one_process(log, index)
+                one_t, cands, cand_t = best(args.runs, lambda: one_process(log, index))
                 os.environ["FAILDEX_PREFILTER"] = "passes"
                 try:
                     std_t, _, _ = one_process(log, index)
@@ -296,7 +300,8 @@ def main() -> int:
             for one, std, anchor, us in rows[:15]:
                 print(f"{anchor[:44]!r:<44} {one:11.1f} {std:7.1f} {us:8.1f}")
             print(f"{len(rows)} anchor files of {args.size} ({len(chosen)} of {len(index['anchors'])} anchors: "
-                  f"those holding a reader's word, every {args.anchor_step} of the rest): slowest "
+                  + (f"those of {args.anchor_list}" if args.anchor_list else
+                     f"those holding a reader's word, every {args.anchor_step} of the rest") + "): slowest "
                   f"{rows[0][0]:.1f} MB/s with {prefilter} (target >= 50), slowest with the stdlib passes "
                   f"{min(r[1] for r in rows):.1f} MB/s (target >= 25); median {rows[len(rows) // 2][0]:.1f} MB/s; "
                   f"below 50 with {prefilter}: {sum(r[0] < 50 for r in rows)}, below 25 with the stdlib: "
