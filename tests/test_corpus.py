@@ -160,11 +160,13 @@ def summary(part: str, s: dict) -> str:
 def test_corpus_accuracy(index, part):
     s = evaluate(part, index)
     line = summary(part, s)
-    print("\n" + line + "\n" + "\n".join(s["rows"]))
+    # a sealed part's misses are never shown, only its counts: a log read to see why it
+    # missed is no longer sealed
+    rows = "\n".join(s["rows"]) if part.startswith("dev") else "(sealed: counts only)"
+    print("\n" + line + "\n" + rows)
     top1_min, top3_min, fp_max = (*THRESHOLDS[part], 0)[:3]
-    assert s["fp"] <= fp_max, line + "\nmisses:\n" + "\n".join(s["rows"])
-    assert s["top1"] / s["n"] >= top1_min and s["top3"] / s["n"] >= top3_min, \
-        line + "\nmisses:\n" + "\n".join(s["rows"])
+    assert s["fp"] <= fp_max, line + "\nmisses:\n" + rows
+    assert s["top1"] / s["n"] >= top1_min and s["top3"] / s["n"] >= top3_min, line + "\nmisses:\n" + rows
 
 
 def test_no_figure_rests_on_a_signature_no_example_shows(entries, index):
