@@ -758,6 +758,17 @@ def _c_enclosing(defs: list[_CDef], pos: int) -> _CDef | None:
     return min(inside, key=lambda d: d.body[1] - d.body[0]) if inside else None
 
 
+def _c_prepare(src: str):
+    """The source with its comments blanked, its string constants and streams noted for the
+    readers (_C_STRINGS, _C_STREAMS), and its function definitions."""
+    src = _blank_comments(src)
+    _C_STRINGS.clear()
+    _C_STRINGS.update(_c_strings(src))
+    _C_STREAMS.clear()
+    _C_STREAMS.update(_c_streams(src))
+    return src, _c_definitions(src)
+
+
 def c_helpers(src: str, macros: dict[str, tuple], shared: dict | None = None) -> dict[str, list[dict]]:
     """The message helpers a file defines: name -> [helper], each either
     {"kind": "message", "pos", "pieces": [(param index, template with _SLOT, style, level, raises)]}
@@ -765,12 +776,7 @@ def c_helpers(src: str, macros: dict[str, tuple], shared: dict | None = None) ->
     {"kind": "callback", "pos", "index": callback parameter, "messages": [template]}
     (the function calls its std::function parameter with these words). `shared` are the
     helpers of other files (headers) that this file's helpers may call."""
-    src = _blank_comments(src)
-    _C_STRINGS.clear()
-    _C_STRINGS.update(_c_strings(src))
-    _C_STREAMS.clear()
-    _C_STREAMS.update(_c_streams(src))
-    defs = _c_definitions(src)
+    src, defs = _c_prepare(src)
     calls = list(_c_macro_calls(src, macros, defs))
     found: dict[str, list[dict]] = {}
     for d in defs:
@@ -845,12 +851,7 @@ def mine_c(src: str, rel: str, macros: dict[str, tuple], shared: dict | None = N
     for k, v in own.items():
         helpers[k] = v + [h for h in helpers.get(k, ()) if h["kind"] not in {x["kind"] for x in v}]
     found = []
-    src = _blank_comments(src)
-    _C_STRINGS.clear()
-    _C_STRINGS.update(_c_strings(src))
-    _C_STREAMS.clear()
-    _C_STREAMS.update(_c_streams(src))
-    defs = _c_definitions(src)
+    src, defs = _c_prepare(src)
     used: set[int] = set()      # the helpers (by position) a call site here printed through
 
     def add(pos, msg, style, level, raises):

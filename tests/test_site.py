@@ -691,19 +691,27 @@ def test_one_colour_code_pattern_for_engine_validator_and_paste_box():
     assert text.log_lines("\x1b]0;train\x07\x1b[?25lRuntimeError: x") == ["RuntimeError: x"]
 
 
+def _node_ranked(real_site, queries: list[str], limit: int) -> list[list[str]]:
+    """find.js in Node over the built search.json: the ids it ranks for each query."""
+    import subprocess
+    script = ("const F = require(process.argv[1]); const fs = require('fs');"
+              "const f = new F(JSON.parse(fs.readFileSync(process.argv[2])));"
+              "const lim = +process.argv[3];"
+              "console.log(JSON.stringify(JSON.parse(fs.readFileSync(0)).map(q => f.rank(q, lim).map(r => r.id))));")
+    out = subprocess.run(["node", "-e", script, str(REPO / "site_template/static/assets/faildex/find.js"),
+                          str(real_site.site / "assets/faildex/search.json"), str(limit)],
+                         input=json.dumps(queries), capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
 def test_a_signatures_literal_counts_where_the_query_holds_its_words_whole(real_site):
     # A regex's [Uu]nable to leaves the literal "nable to ", and "nable" is rare among entries
     # only because it is half a word: a DeepSpeed warning that says "unable to detect it" (as
     # printed in a public thread, tests/corpus/search-dev) once put a Slurm page first.
-    import subprocess
     query = ("[2024-06-26 11:41:45,126] [WARNING] [real_accelerator.py:162:get_accelerator] Setting "
              "accelerator to CPU. If you have GPU or other accelerator, we were unable to detect it.")
-    script = ("const F = require(process.argv[1]); const d = JSON.parse(require('fs').readFileSync(process.argv[2]));"
-              "console.log(JSON.stringify(new F(d).rank(process.argv[3], 3).map(r => r.id)));")
-    out = subprocess.run(["node", "-e", script, str(REPO / "site_template/static/assets/faildex/find.js"),
-                          str(real_site.site / "assets/faildex/search.json"), query],
-                         capture_output=True, text=True, check=True)
-    assert json.loads(out.stdout)[0] == "deepspeed-accelerator-unavailable", out.stdout
+    ranked = _node_ranked(real_site, [query], 3)[0]
+    assert ranked[0] == "deepspeed-accelerator-unavailable", ranked
 
 
 # What launchers, loggers and shippers print before a message (the forms faildex.lines reads,
@@ -727,8 +735,6 @@ PREFIXED_SAME = {"signature lines": 0.998, "development lines": 0.97}
 
 
 def test_a_line_ranks_the_same_behind_any_prefix(real_site, entries):
-    import subprocess
-
     from bench.search import DEV, heldout
     from searchkit import queries
     # one signature line in five: all 547 behind 19 prefixes took ~55 s of CPU, and the signatures
@@ -741,14 +747,7 @@ def test_a_line_ranks_the_same_behind_any_prefix(real_site, entries):
     asked = [exception]
     for lines in sets.values():
         asked += lines + [prefix + line for prefix in LINE_PREFIXES for line in lines]
-    script = ("const F = require(process.argv[1]); const fs = require('fs');"
-              "const f = new F(JSON.parse(fs.readFileSync(process.argv[2])));"
-              "const qs = JSON.parse(fs.readFileSync(0));"
-              "console.log(JSON.stringify(qs.map(q => (f.rank(q, 1)[0] || {}).id || null)));")
-    out = subprocess.run(["node", "-e", script, str(REPO / "site_template/static/assets/faildex/find.js"),
-                          str(real_site.site / "assets/faildex/search.json")],
-                         input=json.dumps(asked), capture_output=True, text=True, check=True)
-    firsts = json.loads(out.stdout)
+    firsts = [(hits or [None])[0] for hits in _node_ranked(real_site, asked, 1)]
     assert firsts[0] == "etcd-rendezvous-error", firsts[0]
     at = 1
     for name, lines in sets.items():
@@ -767,16 +766,9 @@ def test_a_question_asked_in_chinese_finds_its_entry(real_site):
     # questions from Chinese-language threads (tests/corpus/search-dev, as posted) keep only
     # their ASCII words unless their terms are read as the entries' English words: the first
     # named disk-full nowhere in the top 3 before, the second no hang entry
-    import subprocess
     asked = ["明明左侧已经保存了一些模型，但是到下个epoch还显示无法写文件",
              "有人知道为什么使用多卡训练会卡在Epoch 0的第30个iterations不动了"]
-    script = ("const F = require(process.argv[1]); const fs = require('fs');"
-              "const f = new F(JSON.parse(fs.readFileSync(process.argv[2])));"
-              "console.log(JSON.stringify(JSON.parse(fs.readFileSync(0)).map(q => f.rank(q, 3).map(r => r.id))));")
-    out = subprocess.run(["node", "-e", script, str(REPO / "site_template/static/assets/faildex/find.js"),
-                          str(real_site.site / "assets/faildex/search.json")],
-                         input=json.dumps(asked), capture_output=True, text=True, check=True)
-    ranked = json.loads(out.stdout)
+    ranked = _node_ranked(real_site, asked, 3)
     assert ranked[0][0] == "disk-full", ranked[0]
     assert {"collective-hang-one-rank-stuck", "collective-mismatch-desync", "nccl-p2p-acs-hang"} & set(ranked[1]), ranked[1]
 
