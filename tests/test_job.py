@@ -118,6 +118,23 @@ def test_an_error_a_rank_went_on_from_did_not_start_it(index):
     assert all(s["rank"] != 0 for s in r["suspects"])
 
 
+def test_a_victims_report_and_a_cut_traceback_name_no_one(index, tmp_path):
+    # dev-7 a004 (OpenNMT-tf under Horovod, mpirun --tag-output): rank 3 prints Horovod's
+    # shut-down status, a report that another rank raised or finished; rank 2's traceback is
+    # cut before its exception line. The rank that left (0 or 1) printed nothing
+    log = ROOT / "tests" / "corpus" / "dev-7" / "a004-opennmt-horovod-early-stop-rank0-exits-others-allreduce-shutdown.log"
+    r = diagnose([str(log)], index)
+    assert r["suspects"] == []
+    assert r["verdict"].startswith("No rank's own failure is in these logs: rank 3 lost a peer (")
+    assert "rank 2 raised something the logs cut off" in r["verdict"]
+    assert "ranks 0,1 printed nothing here" in r["verdict"]
+    # without another rank's report, a traceback cut short is still its rank's failure
+    alone = tmp_path / "rank2-only.log"
+    alone.write_text("".join(l for l in log.read_text().splitlines(True) if l.startswith("[1,2]")))
+    r = diagnose([str(alone)], index)
+    assert first(r)["rank"] == 2 and first(r)["kind"] == "crashed"
+
+
 def test_journald_short_iso_lines_keep_their_rank_and_host(index):
     # dev sealed-j-j36 (journalctl -o short-iso: "TS node0 torchrun[pid]: [rank2]: ..."): rank 1
     # exits 0 in the first attempt and the others lose it; the program tag once hid every rank

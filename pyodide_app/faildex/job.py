@@ -103,7 +103,10 @@ _SIGNAL_NAMES = {-9: "SIGKILL", -11: "SIGSEGV", -6: "SIGABRT", -7: "SIGBUS", -15
 # (decide: `downstream_lines`).
 PEER_GONE = ("Connection closed by peer", "Connection reset by peer", "Read error [", "Broken pipe",
              "failed to recv, got 0 bytes", "remote process exited", "Socket closed", "EOF",
-             "NCCL communicator was aborted", "Connection refused", "connectFullMesh failed")
+             "NCCL communicator was aborted", "Connection refused", "connectFullMesh failed",
+             # Horovod's SHUT_DOWN_ERROR (horovod/common/common.h), returned to the collectives
+             # still pending on the ranks that did not stop: another rank raised or finished
+             "Horovod has been shut down")
 WAITED = ("Timed out waiting", "Watchdog caught collective operation timeout", "Socket Timeout",
           "timed out after", "wait timeout", "Timeout waiting for key", "collective operation timeout",
           "failed to pass monitoredBarrier", "due to a collective timeout",
@@ -499,7 +502,7 @@ def _short(e: dict) -> str:
 # the distributed stack's own words: a "Connection reset by peer" without them is a local
 # socket's (a DataLoader worker that died under its parent: Python's ConnectionResetError)
 _DISTRIBUTED = ("gloo", "pair.cc", "NCCL", "c10d", "TCPStore", "ProcessGroup", "socket.cpp", "Dist",
-                "torch.distributed", "rendezvous", "Rendezvous")
+                "torch.distributed", "rendezvous", "Rendezvous", "Horovod")
 
 
 def _is_collateral(text: str) -> str | None:
@@ -755,6 +758,7 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
         return _is_collateral(e["text"] + " " + (e.get("msg") or ""))
 
     own: dict[int, dict] = {}         # rank -> its first own failure (error, fatal, signal)
+    cut: dict[int, dict] = {}         # rank -> a traceback the input ends inside (no exception line)
     coll: dict[int, dict] = {}        # rank -> its first collateral error
     exits: dict[int, dict] = {}       # rank -> its exit as the launcher reported it
     for e in now:
@@ -774,8 +778,17 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
         if how:
             e["collateral"] = how
             coll.setdefault(r, e)
+        elif _cut_off(e, lines):
+            cut.setdefault(r, e)
         elif r not in own or _by_time([e, own[r]])[0] is e:
             own[r] = e
+    # A traceback that the input ends inside (a paste cut before its exception line) says a
+    # rank raised, not what: when other ranks reported a lost peer or a timeout, it may be
+    # the same report, so it names no one; alone, it is the rank's failure (dev-7 a004)
+    if not coll:
+        for r, e in cut.items():
+            if r not in own:
+                own[r] = e
     # ranks that aborted on receiving more bytes than they expected (Gloo's preamble check): a
     # flight-recorder dump of two other ranks that disagree can then tell which is the odd one
     job["received_more"] = sorted(r for r, e in coll.items() if e["collateral"] == "mismatch")
@@ -849,8 +862,15 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
     # logs" would be wrong for them; their log holds no traceback the model reads
     own_logs = {r for o, r in source_ranks.items() if lines.get(o, 0) > 0}
     out["verdict"] = (_verdict(suspects, job, coll, own, own_logs)
-                      or (job["ras_note"] + "." if job.get("ras_note") else None))
+                      or (job["ras_note"] + "." if job.get("ras_note") else None)
+                      or _victims_only(coll, own, exits, known, cut))
     return out
+
+
+def _cut_off(e: dict, lines: dict) -> bool:
+    """A traceback whose exception line never came because its input ended first."""
+    return (e["kind"] == "error" and e.get("traceback") and e.get("exc") is None and not e.get("entry")
+            and lines.get(e["order"], 0) - e["line"] <= TB_FRAMES * 2 + 2)
 
 
 def _named_suspects(now: list[dict], res: "_Resolver", job: dict) -> tuple[list[dict], dict]:
@@ -1248,6 +1268,24 @@ def _verdict(suspects: list[dict], job: dict, coll: dict, own: dict, own_logs: s
         n = len(later["attempts"])
         s += (f"; {'the restart' if n == 1 else f'{n} restarts'} then failed too"
               + (f" ({later['errors'][0]})" if later["errors"] else ""))
+    return s + "."
+
+
+def _victims_only(coll: dict, own: dict, exits: dict, known: set, cut: dict) -> str | None:
+    """When every line the logs hold is a report of a peer's failure: say so, and which ranks
+    printed nothing (the one that started it is among them or its lines were cut)."""
+    if not coll or own:
+        return None
+    kinds = {e["collateral"] for e in coll.values()}
+    verb = ("timed out waiting for a peer" if kinds == {"waited"} else
+            "were stopped by the launcher" if kinds == {"terminated"} else "lost a peer")
+    s = (f"No rank's own failure is in these logs: {_ranks_text(coll)} {verb} "
+         f"({_short(_by_time(list(coll.values()))[0])[:120]})")
+    silent = sorted(set(known) - set(coll) - set(exits) - set(cut))
+    if cut:
+        s += f"; {_ranks_text(cut)} raised something the logs cut off before its message"
+    if silent and len(silent) <= 8:
+        s += f"; {_ranks_text(silent)} printed nothing here: the rank that started it is likely among them"
     return s + "."
 
 
