@@ -72,6 +72,8 @@ def test_engine_imports_only_the_standard_library():
     ("[pod/trainer-worker-1/pytorch] ", {"host": "trainer-worker-1"}),
     ("Dec  2 10:11:12 node17 ", {"host": "node17"}),
     ("2024-03-01 10:11:12,500 - root - ERROR - ", {"ts": 1709287872.5}),
+    # k2/icefall's setup_logger: call site, then (rank/world size) (dev-7 a006, VALL-E)
+    ("2023-04-13 16:00:05,621 INFO [trainer.py:650] (5/8) ", {"rank": 5, "ts": 1681401605.621}),
 ])
 def test_prefixes(prefix, expect):
     meta, rest = parse_prefix(prefix + "RuntimeError: boom")
