@@ -73,11 +73,11 @@ THRESHOLDS = {"dev": (0.93, 0.93), "sealed": (0.91, 0.96),
               # unchanged by the catalogue merges (6f6df3a); after the fixes made on dev-7 (0b7ee4c)
               # 85.5 % / 88.2 %, hard 15/20, one false positive, no entry named in 6 of 59 failing logs
               "dev-8": (0.80, 0.83, 1),
-              # a fresh batch of 48 logs collected 2026-12-07 (seventeenth session) by three
-              # collectors (9 hard, 8 healthy), measured unread with the session-start engine
-              # (22453c0): 83.3 % / 85.4 %, hard 6/9, no false positive, no entry named in 1 of 40
+              # a fresh batch of 65 logs collected 2026-12-07 (seventeenth session) by five
+              # collectors (11 hard, 9 healthy), measured unread with the session-start engine
+              # (22453c0): 81.5 % / 83.1 %, hard 8/11, no false positive, no entry named in 2 of 56
               # failing logs
-              "sealed-12": (0.79, 0.81)}
+              "sealed-12": (0.77, 0.79)}
 _THREAD = re.compile(r"https?://github\.com/([\w.-]+/[\w.-]+)/(?:issues|pull|discussions)/(\d+)")
 
 
