@@ -46,6 +46,23 @@ def test_slurm_epilog_writes_the_jobs_line(tmp_path, faildex_cmd):
     assert line["job"] == "4242"
     assert line["primary"]["id"] == "cuda-out-of-memory"
     assert "gpu-node07" in line["hosts"]
+
+
+def test_slurm_epilog_keeps_the_node_list_when_scontrol_cannot_expand_it(tmp_path, faildex_cmd):
+    # scontrol installed on a host without slurm.conf prints an error and no names: the
+    # job's node list as Slurm gave it still names the hosts
+    job = tmp_path / "runs" / "4242"
+    job.mkdir(parents=True)
+    (job / "slurm-4242.out").write_bytes(OOM_LOG.read_bytes())
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "scontrol").write_text("#!/bin/sh\necho 'scontrol: error: resolve_ctls_from_dns_srv: res_nsearch error' >&2\nexit 1\n")
+    (fake / "scontrol").chmod(0o755)
+    p = run_epilog(tmp_path, faildex_cmd, PATH=f"{fake}:/usr/bin:/bin")
+    assert p.returncode == 0, p.stderr
+    [out] = list((tmp_path / "lines").glob("*-gpu-node07.jsonl"))
+    [line] = [json.loads(x) for x in out.read_text().splitlines()]
+    assert line["primary"]["id"] == "cuda-out-of-memory" and "gpu-node07" in line["hosts"]
     # requeued job, epilog again: no second line
     assert run_epilog(tmp_path, faildex_cmd).returncode == 0
     assert len(out.read_text().splitlines()) == 1

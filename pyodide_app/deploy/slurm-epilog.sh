@@ -30,6 +30,8 @@ if command -v scontrol >/dev/null 2>&1 && [ -n "${SLURM_JOB_NODELIST:-}" ]; then
   NODES=$(scontrol show hostnames "$SLURM_JOB_NODELIST" 2>/dev/null | paste -sd, -)
   FIRST=${NODES%%,*}
   [ -z "$FIRST" ] || [ "$FIRST" = "$NODE" ] || exit 0
+  # scontrol that cannot expand the list (no slurm.conf on this host): the list as given
+  [ -n "$NODES" ] || NODES=$SLURM_JOB_NODELIST
 else
   NODES=${SLURM_JOB_NODELIST:-$NODE}
 fi
