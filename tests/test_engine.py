@@ -1359,3 +1359,15 @@ def test_a_named_cause_is_not_headed_by_the_job_did_not_fail(index):
     assert primary_id(r) == "slurm-invalid-option"
     assert r["job"].get("outlived")
     assert not (r["verdict"] or "").startswith("The job did not fail")
+
+
+def test_a_pass_keyed_on_a_non_ascii_character_finds_its_anchors():
+    # the index's pass keys are characters, encoded to UTF-8 by the scanner: a key such as
+    # "已" is three bytes, and the trie continues after all of them (bash's "Killed" under a
+    # zh_CN locale is "已杀死"; dev-8 d001)
+    from faildex.scan import _keyed_trie
+    anchors = ["已杀死", "进程已杀死", "已终止"]
+    rx = re.compile(_keyed_trie("已".encode(), [a.encode() for a in anchors]))
+    for a in anchors:
+        assert rx.search(f"run.sh: 第 1 行： 3226 {a}  python3 train.py".encode()), a
+    assert not rx.search("已经完成".encode())

@@ -1285,7 +1285,7 @@ def _keyed_trie(key: bytes, anchors: list[bytes]) -> bytes:
     for a in anchors:
         i = a.index(key)
         node = tree
-        for ch in a[i + 1:]:
+        for ch in a[i + len(key):]:      # a key of several bytes (a non-ASCII character)
             node = node.setdefault(ch, {})
         node.setdefault(None, set()).add(a if i else b"")
 
