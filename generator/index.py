@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from .healthy import HealthyCorpus, engine_module
-from .regexes import MIN_ANCHOR, branch_options, choose_anchors, required_literals
+from .regexes import MIN_ANCHOR, anchor_size, branch_options, choose_anchors, required_literals
 from .loader import replace_cached, source_digest
 from .validate import validate_once
 
@@ -78,7 +78,7 @@ def build_index(root: Path, entries) -> dict:
     for e in sorted(entries, key=lambda e: e.id):
         for s in e.data.get("signatures", []):
             key = f"{e.id}/{s['id']}"
-            lits = [x for x in required_literals(s["regex"]) if len(x) >= MIN_ANCHOR]
+            lits = [x for x in required_literals(s["regex"]) if anchor_size(x) >= MIN_ANCHOR]
             sigs.append({"entry": e.id, "id": s["id"], "regex": s["regex"],
                          "strength": s["strength"], "literal": lits[0] if lits else ""})
             if s["strength"] == "context":

@@ -16,7 +16,16 @@ import re
 from re import _constants as C  # type: ignore[attr-defined]  # Python 3.11+
 from re import _parser as P  # type: ignore[attr-defined]
 
-MIN_ANCHOR = 4       # shortest literal worth scanning for
+MIN_ANCHOR = 4       # shortest literal worth scanning for (UTF-8 bytes, anchor_size)
+
+
+def anchor_size(lit: str) -> int:
+    """How long a literal is for the prefilter: its UTF-8 bytes, which is what the
+    scanner searches ("已杀死", bash's "Killed" under zh_CN, is three characters but
+    nine bytes, rarer than any four ASCII letters)."""
+    return len(lit.encode("utf-8"))
+
+
 UNBOUNDED = C.MAXREPEAT
 
 
@@ -364,7 +373,7 @@ def choose_anchors(required: dict[str, list[str]], healthy=None
             for length in range(2, min(len(lit), 20) + 1):
                 for i in range(len(lit) - length + 1):
                     sub = lit[i:i + length]
-                    if length < MIN_ANCHOR and (i == 0 or sub[0].isalnum() or sub[0] == " "):
+                    if anchor_size(sub) < MIN_ANCHOR and (i == 0 or sub[0].isalnum() or sub[0] == " "):
                         # shorter only from inside a literal, starting at a punctuation
                         # byte ("+1" of "e+1"): a rare byte where the literal's own
                         # bytes are common letters
@@ -421,7 +430,7 @@ def choose_anchors(required: dict[str, list[str]], healthy=None
         return (JOIN_NS if k in used else key_cost(k)) + base(sub)
 
     uncovered = {k for k, lits in required.items() if any(x in candidates for x in lits)
-                 or any(len(x) >= MIN_ANCHOR for x in lits)}
+                 or any(anchor_size(x) >= MIN_ANCHOR for x in lits)}
     anchors: list[str] = []
     assigned: dict[str, str] = {}
 

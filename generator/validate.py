@@ -21,7 +21,7 @@ from . import catalog as catalogue
 from . import schema as S
 from .healthy import HealthyCorpus, engine_module
 from .loader import PARALLEL_FROM, Entry, Problem, load_all, load_all_parallel, source_digest
-from .regexes import MIN_ANCHOR, backtracking_risks, required_literals
+from .regexes import MIN_ANCHOR, anchor_size, backtracking_risks, required_literals
 from .text import log_lines
 
 # Every code the validator and the loader report. A code is never renumbered or given to
@@ -318,9 +318,9 @@ def check_signature_anchor(entry: Entry, ctx: Context) -> Iterator[Problem]:
                                 "remove (?i); list the real spellings as alternatives")
             continue
         lits = required_literals(sig["regex"])
-        if not any(len(x) >= MIN_ANCHOR for x in lits):
+        if not any(anchor_size(x) >= MIN_ANCHOR for x in lits):
             yield entry.problem(("signatures", i, "regex"), "FDX017",
-                                f"every match must contain a literal of {MIN_ANCHOR}+ characters "
+                                f"every match must contain a literal of {MIN_ANCHOR}+ characters (UTF-8 bytes) "
                                 f"(the scanner looks for it before running regexes); "
                                 f"found only {lits or 'none'}")
 
