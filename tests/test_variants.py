@@ -31,8 +31,11 @@ def _numbers(lines):
     return [_NUM.sub(lambda m: str(int(m.group()) % 9 + 1) * len(m.group()), ln) for ln in lines]
 
 
-def _json_flat(lines):
-    return [json.dumps({"log": "\n".join(lines) + "\n", "stream": "stderr", "time": "2026-11-30T10:11:12Z"})]
+def _json_flat(lines, ascii_only=False):
+    """One JSON record holding the lines. Go's encoding/json (Docker's json-file driver)
+    keeps non-ASCII text as UTF-8; Python's json.dumps escapes it as \\uXXXX by default."""
+    return [json.dumps({"log": "\n".join(lines) + "\n", "stream": "stderr", "time": "2026-11-30T10:11:12Z"},
+                       ensure_ascii=ascii_only)]
 
 
 def _cut_last(lines):
@@ -54,6 +57,7 @@ VARIANTS = {
     "docker-compose": _prefix("trainer-1  | "),
     "syslog": _prefix("Nov 30 10:11:12 gpu-node-07 python[4242]: "),
     "json-flattened": _json_flat,
+    "json-flattened-ascii": lambda lines: _json_flat(lines, ascii_only=True),
     "crlf": None,
     "full-width-punctuation": lambda lines: [ln.translate(_FULL) for ln in lines],
     "numbers-changed": _numbers,
@@ -72,7 +76,10 @@ def _diagnose(index, data: bytes):
 # Variants not yet survived by every example: the share that must keep its diagnosis
 # (below today's figure; only ever moves up). A cut last line still breaks signatures
 # that require trailing words: issue 9 lists the entries.
-PARTIAL = {"last-line-cut": 0.89}
+# A JSON string with \uXXXX escapes hides non-ASCII text (a localized message such as
+# bash's "已杀死") from the scanner: neither the byte prefilter nor the unflattening
+# (scan._flattened: \n, \r, \t, quotes and slashes only) reads those escapes yet.
+PARTIAL = {"last-line-cut": 0.89, "json-flattened-ascii": 0.997}
 
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
