@@ -1371,3 +1371,21 @@ def test_a_pass_keyed_on_a_non_ascii_character_finds_its_anchors():
     for a in anchors:
         assert rx.search(f"run.sh: 第 1 行： 3226 {a}  python3 train.py".encode()), a
     assert not rx.search("已经完成".encode())
+
+
+def test_which_anchors_a_line_holds_is_the_same_with_re2s_set_and_the_trie(index, monkeypatch):
+    # scan._Which answers with one RE2 set match where RE2 is installed, else with a trie
+    # searched at every byte: both name every anchor a line holds, nested ones included
+    pytest.importorskip("re2")
+    from faildex import scan
+    words = sorted({a.encode() for a in index["anchors"]} | {b"Watch", b"Watchdog"})
+    lines = [b"[rank3]: Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE)",
+             b"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+             b"srun: error: gpu-node-07: task 3: Killed", b"nothing to see here"]
+    with_set = scan._Which(words)
+    assert scan._re2_set(words) is not None
+    monkeypatch.setattr(scan, "_re2_set", lambda words: None)
+    with_trie = scan._Which(words)
+    got = [with_set(ln) for ln in lines]
+    assert got == [with_trie(ln) for ln in lines]
+    assert b"Watch" in got[0] and b"Watchdog" in got[0] and got[3] == []

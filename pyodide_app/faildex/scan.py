@@ -317,7 +317,11 @@ class _Which:
 
     def __call__(self, seg: bytes) -> list[bytes]:
         if self.rx is None:
-            self.rx = re.compile(b"(?=(" + _trie(self.words) + b"))")
+            self.rx = _re2_set(self.words) or re.compile(b"(?=(" + _trie(self.words) + b"))")
+        if not isinstance(self.rx, re.Pattern):
+            # RE2's set: every literal the segment holds in one pass (~4 us a line with 2,300
+            # anchors, where the lookahead at every byte took ~57 us: issue 31, torchrun-64)
+            return sorted(self.words[i] for i in (self.rx.Match(seg) or ()))
         found = set()
         for a in set(self.rx.findall(seg)):     # (a block of lines holds one many times)
             found.add(a)
@@ -1151,6 +1155,20 @@ def prefilter_name() -> str:
     if _hit_finder is not None:
         return "host"
     return "re2" if _re2_module() is not None else "passes (pip install 'faildex[fast]' for RE2, 3-5x faster)"
+
+
+def _re2_set(words: list[bytes]):
+    """An RE2 set of the literals (re2.Set), when RE2 is installed and the installed prefilter
+    is RE2's; None otherwise (the stdlib passes and the browser keep _Which's trie)."""
+    re2 = _re2_module()
+    if re2 is None or _hit_finder is not None or not hasattr(re2, "Set") or not words:
+        return None
+    found = re2.Set.SearchSet(re2.Options())
+    for w in words:
+        if found.Add(re.escape(w)) < 0:
+            return None
+    found.Compile()
+    return found
 
 
 def _re2_alternation(re2, anchors: list[bytes]):
