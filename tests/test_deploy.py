@@ -46,6 +46,9 @@ def test_slurm_epilog_writes_the_jobs_line(tmp_path, faildex_cmd):
     assert line["job"] == "4242"
     assert line["primary"]["id"] == "cuda-out-of-memory"
     assert "gpu-node07" in line["hosts"]
+    # requeued job, epilog again: no second line
+    assert run_epilog(tmp_path, faildex_cmd).returncode == 0
+    assert len(out.read_text().splitlines()) == 1
 
 
 def test_slurm_epilog_keeps_the_node_list_when_scontrol_cannot_expand_it(tmp_path, faildex_cmd):
@@ -63,9 +66,6 @@ def test_slurm_epilog_keeps_the_node_list_when_scontrol_cannot_expand_it(tmp_pat
     [out] = list((tmp_path / "lines").glob("*-gpu-node07.jsonl"))
     [line] = [json.loads(x) for x in out.read_text().splitlines()]
     assert line["primary"]["id"] == "cuda-out-of-memory" and "gpu-node07" in line["hosts"]
-    # requeued job, epilog again: no second line
-    assert run_epilog(tmp_path, faildex_cmd).returncode == 0
-    assert len(out.read_text().splitlines()) == 1
 
 
 def test_slurm_epilog_never_fails_the_node(tmp_path, faildex_cmd):

@@ -88,6 +88,9 @@ _TB_HEAD = "Traceback (most recent call last)"
 # A frame of a Python traceback: '  File "/path/train.py", line 132, in sync_grads'
 _TB_FRAME = re.compile(r'^File "(?P<file>[^"]{1,1000})", line (?P<line>\d{1,9}), in (?P<func>\S{1,200})')
 TB_FRAMES = 8               # innermost frames kept of a traceback (where the rank was when it failed)
+# a traceback header this close to the end of its input, with no exception line after it, was
+# cut by the end of the paste (a traceback's frames take two lines each)
+CUT_TRACEBACK_LINES = 18
 # libstdc++'s verbose terminate handler: "terminate called after throwing an instance of 'T'"
 # and, on the next line, "  what():  <message>"
 _TERMINATE = re.compile(r"terminate called after throwing an instance of '(?P<type>[^']{1,200})'")
@@ -870,7 +873,7 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
 def _cut_off(e: dict, lines: dict) -> bool:
     """A traceback whose exception line never came because its input ended first."""
     return (e["kind"] == "error" and e.get("traceback") and e.get("exc") is None and not e.get("entry")
-            and lines.get(e["order"], 0) - e["line"] <= TB_FRAMES * 2 + 2)
+            and lines.get(e["order"], 0) - e["line"] <= CUT_TRACEBACK_LINES)
 
 
 def _named_suspects(now: list[dict], res: "_Resolver", job: dict) -> tuple[list[dict], dict]:

@@ -57,12 +57,12 @@ _GLOG = re.compile(r"\[?(?P<level>[IWEF])(?P<mm>\d\d)(?P<dd>\d\d) (?P<time>\d\d:
 _VLLM_PROC = re.compile(r"\((?P<proc>[A-Za-z_][\w-]{0,40}) pid=(?P<pid>\d+)(?:, ip=(?P<ip>[\w.:-]{1,64}))?\) ")
 _VLLM = re.compile(r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<mm>\d\d)-(?P<dd>\d\d) "
                    r"(?P<time>\d\d:\d\d:\d\d)(?:\.\d+)? \[?(?P<file>[\w.-]{1,80}):(?P<line>\d+)\] ")
-# docker compose: "trainer-1  | text" (service name, replica number, padding, a bar)
 # Python logging with the rank and world size after the call site, the format of k2/icefall's
 # setup_logger (icefall/utils.py) and the recipes built on it (lhotse, VALL-E, ...):
 # "2023-04-13 16:00:05,621 INFO [trainer.py:650] (5/8) Reaches end of dataloader."
 _PYLOG_RANK = re.compile(r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) \[[^\]\s]{1,120}:\d{1,7}\] "
                          r"\((?P<rank>\d{1,5})/(?P<world>\d{1,5})\) ")
+# docker compose: "trainer-1  | text" (service name, replica number, padding, a bar)
 _COMPOSE = re.compile(r"(?P<service>[a-z][\w.-]{0,62}?)[-_](?P<replica>\d{1,3}) {1,40}\| ")
 _NCCL = re.compile(r"(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] NCCL ")
 _RANK_WORD = re.compile(r"\b(?:rank|Rank|RANK)[ =:\[]{0,2}(?P<rank>\d{1,5})\b")

@@ -306,7 +306,8 @@ class _Which:
 
     def __init__(self, words):
         self.words = sorted(words)
-        self.rx = None
+        self.rx = None      # compiled at the first line: RE2's set where installed, else the trie
+        self.set = None
         # the literals that start with another follow it in sorted order
         self.longer: dict[bytes, list[bytes]] = {}
         for i, a in enumerate(self.words):
@@ -316,12 +317,14 @@ class _Which:
             self.longer[a] = self.words[i + 1:j]
 
     def __call__(self, seg: bytes) -> list[bytes]:
-        if self.rx is None:
-            self.rx = _re2_set(self.words) or re.compile(b"(?=(" + _trie(self.words) + b"))")
-        if not isinstance(self.rx, re.Pattern):
-            # RE2's set: every literal the segment holds in one pass (~4 us a line with 2,300
-            # anchors, where the lookahead at every byte took ~57 us: issue 31, torchrun-64)
-            return sorted(self.words[i] for i in (self.rx.Match(seg) or ()))
+        if self.rx is None and self.set is None:
+            # RE2's set names every literal the segment holds in one pass (~4 us a line with
+            # 2,300 anchors, where the trie's lookahead at every byte took ~57 us: issue 31)
+            self.set = _re2_set(self.words)
+            if self.set is None:
+                self.rx = re.compile(b"(?=(" + _trie(self.words) + b"))")
+        if self.set is not None:
+            return sorted(self.words[i] for i in (self.set.Match(seg) or ()))
         found = set()
         for a in set(self.rx.findall(seg)):     # (a block of lines holds one many times)
             found.add(a)
