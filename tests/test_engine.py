@@ -807,10 +807,19 @@ def _benign_anchor_lines(anchor: str, n: int, seed: int) -> bytes:
                    f"note {anchor} (batch {rng.randrange(4096)})\n" for _ in range(n)).encode()
 
 
+def _literals(index) -> frozenset:
+    """The signatures' literals (or their anchors, for those without one): a benign line
+    holding none of them and no reader's word is skipped by any sorting of candidates."""
+    words = {s["literal"] for s in index["signatures"] if s["literal"]}
+    words |= {a for s in index["signatures"] if not s["literal"] for a in s["anchors"]}
+    return frozenset(w.encode() for w in words)
+
+
 def test_candidates_sorted_in_bulk_give_the_reports_of_reading_each_one(index, monkeypatch, tmp_path):
-    """A buffer's candidate lines are sorted in two searches, for the readers' words and for the
-    signatures' literals (scan.Source._live): a line that holds no reader's word and that no
-    signature matches is not read one by one. Read so or read line by line (BULK_LINES
+    """A buffer's candidate lines are sorted in bulk: one search for the readers' words
+    (scan.Source._live), one with the union of the signatures' supersets over the rest
+    (Source._signature_lines): a line that holds no reader's word and that no signature
+    matches is not read one by one. Read so or read line by line (BULK_LINES
     past any buffer), every log of both corpora, the healthy corpus, every profile line type and
     benign lines around every 8th anchor with a real failure planted among them get the same
     report; and the planted files are mostly skipped (counted, not timed)."""
@@ -855,6 +864,55 @@ def test_candidates_sorted_in_bulk_give_the_reports_of_reading_each_one(index, m
     assert all("torchrun-rendezvous-timeout" in ids for ids in named), named
 
 
+@pytest.mark.parametrize("kind", ["re2", "passes"])
+def test_a_benign_line_holding_a_signatures_literal_is_not_checked_line_by_line(index, monkeypatch, tmp_path, kind):
+    """A benign warning that holds an anchor and common words of signatures (PyTorch's
+    autograd-fallback UserWarning, printed by every rank on every step of the 64-rank
+    profile: 9.5 % of its lines) is checked in bulk with the union of the signatures'
+    supersets (Source._signature_lines), not line by line (Source._matches), and no line of
+    it is read in full; the failure after it is found."""
+    from bench.profiles import generate_line_type
+    from faildex import scan
+
+    _prefilter(kind, monkeypatch)
+    path = tmp_path / "autograd.log"
+    generate_line_type(path, "torchrun-64/autograd-warning", 2_000_000, seed=3)
+    with path.open("ab") as f:
+        f.write(TIMEOUT_LINE.encode())
+    calls = {"_matches": 0, "_candidate": 0}
+    for name in calls:
+        original = getattr(scan.Source, name)
+        monkeypatch.setattr(scan.Source, name, lambda self, *a, _o=original, _n=name: calls.__setitem__(_n, calls[_n] + 1) or _o(self, *a))
+    got = diagnose([str(path)], index)
+    lines = path.read_bytes().count(b"\n")
+    assert got["inputs"][0]["candidates"] > 0.9 * lines, (got["inputs"][0]["candidates"], lines)
+    assert calls["_matches"] + calls["_candidate"] < 50, calls
+    assert got["primary"]["id"] == "torchrun-rendezvous-timeout"
+
+
+def test_benign_lines_of_every_anchor_are_checked_without_exhausting_re2(index, capfd, tmp_path):
+    """bench/engine.py's anchor-mix (issue 31): a 64-rank log where one line in five is a
+    benign INFO line holding some anchor of the index. Checked in bulk, their signatures
+    span the whole index: one RE2 union of all of them ran out of DFA memory, fell back to
+    RE2's NFA (1.5 MB/s) and printed "DFA out of memory" to stderr for every block. The
+    signatures are cut into groups (Plan.signature_groups): nothing on stderr, and the
+    report is the one of reading every line."""
+    pytest.importorskip("re2")
+    from bench.engine import anchor_mix_file
+    from faildex import scan
+
+    path = tmp_path / "mix.log"
+    anchor_mix_file(path, index, 3_000_000, seed=1)
+    got = diagnose([str(path)], index)
+    assert "out of memory" not in capfd.readouterr().err
+    assert got["primary"]["id"] == "cuda-out-of-memory"
+    plan = scan.plan_for(index)
+    groups: dict[int, int] = {}
+    for n, g in plan.signature_groups().items():
+        groups[g] = groups.get(g, 0) + len(plan.superset[n])
+    assert max(groups.values()) <= max(scan.UNION_CHARS, *map(len, plan.superset.values()))
+
+
 def test_skipped_lines_still_give_the_ranks_and_the_time_a_finding_inherits(index, monkeypatch):
     """A skipped candidate line is still read for its origin (Source._origin): every one until
     ORIGIN_QUIET in a row name no new rank or host, then one in ORIGIN_SAMPLE, and always the
@@ -864,7 +922,7 @@ def test_skipped_lines_still_give_the_ranks_and_the_time_a_finding_inherits(inde
     from faildex import scan
 
     plan = scan.Plan(index)
-    words = plan.reader_words({}) | plan.literal_words
+    words = plan.reader_words({}) | _literals(index)
     anchor = next(a for a in index["anchors"] if not any(w in f"INFO step 1 note {a}".encode() for w in words))
     n = 3 * scan.ORIGIN_QUIET
     lines = [f"[rank{i % 64}]:[2026-12-05 10:{i // 3600 % 60:02d}:{i // 60 % 60:02d},{i % 1000:03d}] INFO step {i} "
@@ -892,7 +950,7 @@ def test_skipped_lines_are_read_for_their_origin_less_often_while_they_name_noth
     from faildex import scan
 
     plan = scan.Plan(index)
-    words = plan.reader_words({}) | plan.literal_words
+    words = plan.reader_words({}) | _literals(index)
     anchor = next(a for a in index["anchors"] if not any(w in f"INFO step 1 note {a}".encode() for w in words))
     n = 40 * scan.ORIGIN_QUIET
     late = n - 10 * scan.ORIGIN_SAMPLE_MAX     # ranks 64-127 join here: every other line, in turn
@@ -1099,7 +1157,7 @@ def test_a_dense_benign_line_type_is_not_read_line_by_line(index, monkeypatch, k
     _prefilter(kind, monkeypatch)
 
     plan = scan.Plan(index)
-    words = plan.reader_words({}) | plan.literal_words
+    words = plan.reader_words({}) | _literals(index)
     anchor = next(a for a in index["anchors"] if not any(w in f"INFO step 1 note {a}".encode() for w in words))
     data = b"".join(_benign_anchor_lines(anchor, 1000, i) for i in range(25)) + TIMEOUT_LINE.encode()
     assert len(data) > 2 * scan.DENSE_MIN_BYTES

@@ -139,12 +139,14 @@ class Plan:
         # signatures with a start-of-line `^`: tried again after the launcher prefix
         self.anchored = {n for n, s in enumerate(index["signatures"])
                          if re.search(r"(?<!\[)(?<!\\)\^", s["regex"])}
+        self.signature_checks: dict[int, tuple] = {}    # signature -> (its regex, its literal)
         for n, s in enumerate(index["signatures"]):
             rx = _Signature(s["regex"])
             if s["strength"] == "context":
                 self.context_sigs.append((n, s, rx, s["literal"].encode()))
             for a in s["anchors"]:
                 self.sigs_by_anchor[a.encode()].append((n, s, rx, s["literal"]))
+            self.signature_checks[n] = (rx, s["literal"])
         # The head of each input is read for context (versions, launcher) and for the
         # context signatures: its lines holding a context key or a context signature's
         # literal, found like the scan's candidates (word_passes), then which of those
@@ -163,23 +165,23 @@ class Plan:
         self.superset: dict[int, str | None] = {}
         self._dense_checks: dict[tuple, DenseChecks] = {}
         self.signatures = index["signatures"]
-        self._unions: dict[frozenset, object] = {}     # signature_union's memo
+        self._unions: dict[frozenset, object] = {}     # signature_union's memo (the stdlib)
+        self._groups: dict[int, int] | None = None     # signature_groups
+        self._group_members: list[list[int]] = []
+        self._group_unions: dict[int, object] = {}
         # each anchor as it is in a shape (REPEAT_NOTE), and the signatures each shape may hold
         self._shaped_anchors = [(a.translate(None, _SHAPE_DELETE), a) for a in every]
         self._shape_sigs: dict[bytes, frozenset] = {}
         # A candidate line holds an anchor; most such lines in a healthy job match nothing.
         # One that holds no word of a reader (the job model, the hang lines, the error and
-        # traceback checks: reader_words) and no signature's literal can change nothing but
-        # where the scan is; one that holds literals only matters if a signature matches
-        # it. So a buffer's candidates are sorted in two searches over all of them
-        # (Source._live), and a line is read in full only when a reader wants it or a
-        # signature matches it (Source._matches). The version and launcher keys are
+        # traceback checks: reader_words) matters only if a signature matches it. So a
+        # buffer's candidates are sorted in bulk: one search over all of them for the
+        # readers' words (Source._live), one with the union of the signatures' supersets
+        # over the rest (Source._signature_lines), and a line is read in full only when a
+        # reader wants it or a signature may match it. The version and launcher keys are
         # reader words while their facts are unknown. Baseline runs read every
         # candidate's shape and are not sorted.
         self.bulk = not baseline_mode
-        literals = {s["literal"] for s in index["signatures"] if s["literal"]}
-        literals |= {a for s in index["signatures"] if not s["literal"] for a in s["anchors"]}
-        self.literal_words = frozenset(w.encode() for w in literals)
         self.reader_static = frozenset(w.encode() for w in JOB_WORDS + HANG_WORDS + TRACE_MARKERS
                                        + ERROR_WORDS + REWRITTEN)
         self._context_words = [(fact, key.encode()) for fact, key, _ in context.PATTERNS]
@@ -217,9 +219,7 @@ class Plan:
         if any(r in anchor for r in reader):
             return False
         for n, sig, _rx, _literal in self.sigs_by_anchor[anchor]:
-            if n not in self.superset:
-                self.superset[n] = _re2_signature(self._re2, sig["regex"])
-            if self.superset[n] is None:
+            if self._superset(n) is None:
                 return False
         return True
 
@@ -228,7 +228,11 @@ class Plan:
         the standard library's regex, only those whose literal is in block (a signature
         matches only a line that holds its literal): sre tries every alternative of a union
         at each position, where RE2's DFA runs them at once."""
-        ids = frozenset().union(*map(self.shape_signatures, shapes))
+        return self.present_signatures(frozenset().union(*map(self.shape_signatures, shapes)), block)
+
+    def present_signatures(self, ids: frozenset, block: bytes) -> frozenset:
+        """Of these signatures, those that may match in block: all of them for RE2; for the
+        standard library's regex, those whose literal is in block (block_signatures)."""
         if self._re2 is not None:
             return ids
         literals = {self.signatures[n]["literal"] for n in ids}
@@ -249,19 +253,26 @@ class Plan:
 
     def signature_union(self, ids: frozenset) -> list | None:
         """(?m) regexes of the supersets of these signatures that together match, in a block
-        of lines, at least wherever one of them matches a line: one RE2 union where RE2 is
-        installed; with the standard library, one per leading literal, written as the
-        literal and an alternation of the rests (sre scans for a literal prefix, where a
-        union of alternatives is tried at every position). None when a signature has no
-        superset or a regex does not compile."""
+        of lines, at least wherever one of them matches a line: where RE2 is installed, one
+        union of them, or where they pass UNION_CHARS, the union of each group of
+        signatures (signature_groups) that holds one of them (its other signatures only add
+        lines to read); with the standard library, one per
+        leading literal, written as the literal and an alternation of the rests (sre scans
+        for a literal prefix, where a union of alternatives is tried at every position).
+        None when a signature has no superset or a regex does not compile."""
+        if self._re2 is not None and self.union_chars(ids) > UNION_CHARS:
+            groups = self.signature_groups()
+            union = []
+            for g in sorted({groups[n] for n in ids}):
+                part = self._group_union(g)
+                if part is None:
+                    return None
+                union.append(part)
+            return union or None
         if ids not in self._unions:
             if len(self._unions) >= 64:
                 self._unions.clear()
-            patterns = set()
-            for n in ids:
-                if n not in self.superset:
-                    self.superset[n] = _re2_signature(self._re2, self.signatures[n]["regex"])
-                patterns.add(self.superset[n])
+            patterns = {self._superset(n) for n in ids}
             union = None
             if None not in patterns and patterns:
                 try:
@@ -278,6 +289,49 @@ class Plan:
                     union = None
             self._unions[ids] = union
         return self._unions[ids]
+
+    def signature_groups(self) -> dict[int, int]:
+        """Signature -> its group: the signatures in index order, cut where the group's
+        supersets reach UNION_CHARS. One RE2 union of every signature (210,000 characters
+        today) ran out of DFA memory on a block of varied lines: RE2 then fell back to its
+        NFA (a log of benign lines each holding some anchor scanned at 1.5 MB/s) and
+        logged each fallback to stderr, where a user would see it."""
+        if self._groups is None:
+            self._groups, self._group_members = {}, []
+            size = UNION_CHARS
+            for n, sig in enumerate(self.signatures):
+                if sig["strength"] == "context":
+                    continue        # (not in the prefilter: never a candidate's signature)
+                cost = len(self._superset(n) or "")
+                if size + cost > UNION_CHARS:
+                    self._group_members.append([])
+                    size = 0
+                self._group_members[-1].append(n)
+                self._groups[n] = len(self._group_members) - 1
+                size += cost
+        return self._groups
+
+    def union_chars(self, ids) -> int:
+        """The length of these signatures' supersets together."""
+        return sum(len(self._superset(n) or "") for n in ids)
+
+    def _superset(self, n: int) -> str | None:
+        if n not in self.superset:
+            self.superset[n] = _re2_signature(self._re2, self.signatures[n]["regex"])
+        return self.superset[n]
+
+    def _group_union(self, g: int):
+        """The compiled RE2 union of group g's supersets, or None."""
+        if g not in self._group_unions:
+            patterns = [self.superset[n] for n in self._group_members[g]]
+            union = None
+            if None not in patterns:
+                try:
+                    union = _re2_compile(self._re2, ("(?m)" + "|".join(f"(?:{p})" for p in sorted(set(patterns)))).encode())
+                except Exception:    # re2.error
+                    union = None
+            self._group_unions[g] = union
+        return self._group_unions[g]
 
     def dense_checks(self, dense: frozenset, reader: frozenset) -> "DenseChecks | None":
         """The checks for a set of demoted anchors; None when they do not compile (RE2's
@@ -299,8 +353,8 @@ class Plan:
 
 
 class _Which:
-    """Which of many literals a line holds, sorted: one overlapping search of their
-    trie (a lookahead matches at every position), instead of an `in` test per literal.
+    """Which of many literals a line holds, sorted: RE2's set, else searches of their
+    trie from each hit on, instead of an `in` test per literal.
     The trie stops at the shortest literal, so one that extends another ("Watchdog"
     after "Watch") is checked with `in`. Compiled at the first line that needs it."""
 
@@ -322,15 +376,21 @@ class _Which:
             # 2,300 anchors, where the trie's lookahead at every byte took ~57 us: issue 31)
             self.set = _re2_set(self.words)
             if self.set is None:
-                self.rx = re.compile(b"(?=(" + _trie(self.words) + b"))")
+                self.rx = re.compile(_trie(self.words))
         if self.set is not None:
             return sorted(self.words[i] for i in (self.set.Match(seg) or ()))
+        # a search from each hit's next byte (literals overlap): sre skips to the bytes a
+        # literal can start with, where a lookahead at every byte took ~23 us a line
         found = set()
-        for a in set(self.rx.findall(seg)):     # (a block of lines holds one many times)
-            found.add(a)
-            for b in self.longer[a]:
-                if b in seg:
-                    found.add(b)
+        search, pos = self.rx.search, 0
+        while (m := search(seg, pos)) is not None:
+            a = m.group()
+            if a not in found:      # (a block of lines holds one many times)
+                found.add(a)
+                for b in self.longer[a]:
+                    if b in seg:
+                        found.add(b)
+            pos = m.start() + 1
         return sorted(found)
 
 
@@ -540,10 +600,12 @@ class Source:
         if spans:
             starts = sorted(spans)
             self.candidates += len(starts)
-            read, literal = (self._live(buf, starts, spans) if plan.bulk and len(starts) >= BULK_LINES
-                             else (None, None))
-            shapes, maybe = (self._repeats(buf, [s for s in starts if s in read], literal, spans)
+            read = self._live(buf, starts, spans) if plan.bulk and len(starts) >= BULK_LINES else None
+            shapes, maybe = (self._repeats(buf, [s for s in starts if s in read], spans)
                              if read is not None and len(read) >= REPEAT_MIN else ({}, ()))
+            # the others matter only if a signature matches them: checked together
+            checked, wanted = (self._signature_lines(buf, [s for s in starts if s not in read], spans)
+                               if read is not None else ((), ()))
             inert, touch = self._inert, self._repeat_errors
             job = self.job
             counted_to, line_no = 0, self.lines
@@ -553,7 +615,8 @@ class Source:
                 if read is not None and not job.open_tb and job.block is None:
                     # (an open traceback or launcher report reads every line)
                     if start not in read:
-                        skip = start not in literal or not self._matches(buf[start:spans[start]])
+                        skip = (start not in wanted if start in checked
+                                else not self._matches(buf[start:spans[start]]))
                     else:
                         shape = shapes.get(start)
                         skip = shape in inert and start not in maybe
@@ -712,24 +775,22 @@ class Source:
             new = True
         return new
 
-    def _live(self, buf: bytes, starts: list[int], spans: dict[int, int]) -> tuple[set[int], set[int]]:
-        """The candidate lines (their starts) that hold a reader's word, and those that hold
-        a signature's literal: the candidates joined into one block, searched once with
-        each set of word passes (Plan.word_passes)."""
+    def _live(self, buf: bytes, starts: list[int], spans: dict[int, int]) -> set[int]:
+        """The candidate lines (their starts) that hold a reader's word: the candidates
+        joined into one block, searched once with the readers' word passes
+        (Plan.word_passes)."""
         segs = [buf[s:spans[s]] for s in starts]
         block = b"\n".join(segs)
         offsets, pos = [], 0
         for seg in segs:
             offsets.append(pos)
             pos += len(seg) + 1
-        found = []
-        for words in (self.plan.reader_words(self.facts), self.plan.literal_words):
-            hits: dict[int, int] = {}
-            _collect_spans(self.plan.word_passes(words, block[:SAMPLE_BYTES]), block, len(block), False, hits)
-            # a hit's line start in the block is a segment's start, or (in a segment longer
-            # than the window) a point inside it: the last segment that starts at or before it
-            found.append({starts[bisect_right(offsets, h) - 1] for h in hits})
-        return found[0], found[1]
+        hits: dict[int, int] = {}
+        words = self.plan.reader_words(self.facts)
+        _collect_spans(self.plan.word_passes(words, block[:SAMPLE_BYTES]), block, len(block), False, hits)
+        # a hit's line start in the block is a segment's start, or (in a segment longer
+        # than the window) a point inside it: the last segment that starts at or before it
+        return {starts[bisect_right(offsets, h) - 1] for h in hits}
 
     def _mask(self, buf: bytes, end: int, cr: bool) -> "Masked | None":
         """REPEAT_NOTE: buf[:end] with the lines of inert shapes blanked, when they are most
@@ -807,8 +868,7 @@ class Source:
         self.last_ts = last_ts      # (the time a finding inherits is the last line's before it: last_line)
         masked.lines = masked.shapes = None
 
-    def _repeats(self, buf: bytes, starts: list[int], literal: set[int],
-                 spans: dict[int, int]) -> tuple[dict[int, bytes], set[int]]:
+    def _repeats(self, buf: bytes, starts: list[int], spans: dict[int, int]) -> tuple[dict[int, bytes], set[int]]:
         """REPEAT_NOTE: the shape of each of these lines that a reader wants (none for a
         line that is always read), and those of them that a signature may match."""
         segs = [buf[s:spans[s]] for s in starts]
@@ -821,9 +881,8 @@ class Source:
             if len(seg) > REPEAT_LINE or not seg.isascii() or b"\x1b" in seg or b"\\" in seg or b'{"' in seg:
                 continue
             shapes[start] = shape
-            if start in literal:
-                check.append(start)
-                check_segs.append(seg)
+            check.append(start)
+            check_segs.append(seg)
         maybe: set[int] = set()
         if check:
             plan = self.plan
@@ -834,6 +893,39 @@ class Source:
                 return shapes, set(check) if ids else maybe
             maybe = {check[k] for k in _block_lines(union, block, check_segs)}
         return shapes, maybe
+
+    def _signature_lines(self, buf: bytes, starts: list[int], spans: dict[int, int]) -> tuple[set[int], set[int]]:
+        """Of these candidate lines (no reader's word), the ones checked here and those of
+        them a signature may match: all of them searched at once with the union of the
+        supersets of the signatures their anchors can belong to (Plan.shape_signatures),
+        instead of each line's signatures in turn (Source._matches, ~15 us a line: a benign
+        warning that 64 ranks print on every step held a log at 61 MB/s, 107 now). A
+        non-ASCII line is left to _matches (the supersets run on bytes, where \\w is
+        ASCII), as are all when the union does not compile."""
+        segs, kept = [], []
+        for s in starts:
+            seg = buf[s:spans[s]]
+            if seg.isascii():
+                segs.append(seg)
+                kept.append(s)
+        if len(kept) < BULK_LINES:
+            return set(), set()
+        block = b"\n".join(segs)
+        shapes = set(block.translate(None, _SHAPE_DELETE).split(b"\n"))
+        plan = self.plan
+        ids = frozenset().union(*map(plan.shape_signatures, shapes))
+        if plan.prefilter != "re2" and plan.union_chars(ids) > UNION_CHARS:
+            # sre tries a union's alternatives one by one: on lines of many kinds, each
+            # line's own few signatures are cheaper (a file of benign lines each holding some
+            # anchor: 1.2 MB/s in bulk, 8 line by line)
+            return set(), set()
+        ids = plan.present_signatures(ids, block)
+        if not ids:
+            return set(kept), set()
+        union = plan.signature_union(ids)
+        if union is None:
+            return set(), set()
+        return set(kept), {kept[k] for k in _block_lines(union, block, segs)}
 
     def _read_shaped(self, shape: bytes, buf: bytes, start: int, stop: int, line_no: int, anchors: list,
                      tallies: tuple) -> None:
@@ -864,18 +956,20 @@ class Source:
         return (self.error_lines, self.last_error_line, id(self.last_exception))
 
     def _matches(self, raw: bytes) -> bool:
-        """Whether a signature may match this line, which holds a literal and no reader's
-        word (so no ANSI code, escape or JSON: its text is its decoded bytes). A signature
+        """Whether a signature may match this line, which holds no reader's word (so no
+        ANSI code, escape or JSON: its text is its decoded bytes). A signature
         anchored at the start of the message (`^`) needs the prefix parsed: it counts as a
         match, and _candidate decides."""
         plan = self.plan
         text = raw.decode("utf-8", "replace").rstrip("\r\n")
-        for a in plan.anchors_in(raw):
-            for n, _sig, rx, literal in plan.sigs_by_anchor[a]:
-                if literal and literal not in text:
-                    continue
-                if n in plan.anchored or rx.search(text):
-                    return True
+        # the signatures of the anchors its shape can hold (memoized per shape), not of the
+        # anchors it holds: finding those took ~17 us a line with the stdlib's trie
+        for n in plan.shape_signatures(raw.translate(None, _SHAPE_DELETE)):
+            rx, literal = plan.signature_checks[n]
+            if literal and literal not in text:
+                continue
+            if n in plan.anchored or rx.search(text):
+                return True
         return False
 
     def _complete_pending(self, buf: bytes, end: int, final: bool) -> None:
@@ -1423,6 +1517,7 @@ def merge_ranges(parts: list[Source]) -> Source:
 # found is then read exactly as before; the lines left out are those the scan would have
 # skipped. Such lines' origins (time, host, rank) are read as skipped lines' are: each
 # until ORIGIN_QUIET in a row name nothing new, then about one in ORIGIN_SAMPLE.
+UNION_CHARS = 6000     # characters of supersets in one RE2 union (Plan.signature_groups)
 DENSE_MIN_BYTES = 256 << 10   # a smaller buffer is scanned as it is
 DENSE_PROBE = 64 << 10   # bytes of a buffer's start looked at to decide
 DENSE_MIN_LINES = 64     # candidate lines there, at least, and at least 1 line in DENSE_SHARE
