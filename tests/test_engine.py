@@ -913,6 +913,33 @@ def test_benign_lines_of_every_anchor_are_checked_without_exhausting_re2(index, 
     assert max(groups.values()) <= max(scan.UNION_CHARS, *map(len, plan.superset.values()))
 
 
+@pytest.mark.parametrize("kind", ["re2", "passes"])
+def test_a_repeated_line_with_escapes_is_counted_by_its_shape(index, monkeypatch, tmp_path, kind):
+    """vLLM logs each request with its prompt's repr (`\\n`s and all) and `prompt_embeds
+    shape: None`, which holds an anchor: a backslash is a reader's word (the line may be a
+    flattened traceback), so each such line was read in full (~70 us; a vLLM server's log
+    at 10 MB/s). Its shape's lines are now counted once reading them changes nothing, the
+    union of supersets checked on the line as it is and unescaped (Source._repeats); the
+    report is the one of reading every line."""
+    from bench.profiles import generate_line_type
+    from faildex import scan
+
+    _prefilter(kind, monkeypatch)
+    path = tmp_path / "requests.log"
+    generate_line_type(path, "vllm/received-request", 2_000_000, seed=5)
+    data = path.read_bytes()
+    assert data.count(b"\\n") > 1000 and b"prompt_embeds" in data
+    path.write_bytes(data + TIMEOUT_LINE.encode())
+    read = []
+    original = scan.Source._candidate
+    monkeypatch.setattr(scan.Source, "_candidate", lambda self, *a: read.append(1) or original(self, *a))
+    got = diagnose([str(path)], index)
+    assert got["inputs"][0]["candidates"] > 0.9 * data.count(b"\n")
+    assert len(read) < 200, len(read)
+    monkeypatch.setattr(scan, "REPEAT_MIN", 10 ** 9)
+    assert diagnose([str(path)], index) == got
+
+
 def test_skipped_lines_still_give_the_ranks_and_the_time_a_finding_inherits(index, monkeypatch):
     """A skipped candidate line is still read for its origin (Source._origin): every one until
     ORIGIN_QUIET in a row name no new rank or host, then one in ORIGIN_SAMPLE, and always the

@@ -825,14 +825,15 @@ class Source:
         to be read; the others are counted as error lines where their shape is one, and
         their origins read as skipped lines' are."""
         plan = self.plan
-        block = b"\n".join(masked.lines)
+        checked = [ln if b"\\" not in ln else ln + b"\n" + _unescaped(ln) for ln in masked.lines]   # (_repeats)
+        block = b"\n".join(checked)
         ids = plan.block_signatures(set(masked.shapes), block)
         union = plan.signature_union(ids) if ids else None
         maybe: set[int] = set()
         if ids and union is None:
             maybe = set(range(len(masked.starts)))
         elif union is not None:
-            maybe = _block_lines(union, block, masked.lines)
+            maybe = _block_lines(union, block, checked)
         if maybe:
             keep = [i for i in range(len(masked.starts)) if i not in maybe]
             for i in maybe:
@@ -876,13 +877,15 @@ class Source:
         shapes: dict[int, bytes] = {}
         check, check_segs = [], []
         for start, seg, shape in zip(starts, segs, cut):
-            # (a line read in another form than its bytes is always read, as is a non-ASCII
-            # one: the supersets run on bytes, where \w is ASCII)
-            if len(seg) > REPEAT_LINE or not seg.isascii() or b"\x1b" in seg or b"\\" in seg or b'{"' in seg:
+            # (a line read in another form than its bytes, ANSI-coloured or JSON, is always
+            # read, as is a non-ASCII one: the supersets run on bytes, where \w is ASCII. One
+            # with escapes is checked as it is and unescaped, as _candidate reads it: vLLM
+            # logs every request with its prompt's repr, `\n`s and all)
+            if len(seg) > REPEAT_LINE or not seg.isascii() or b"\x1b" in seg or b'{"' in seg:
                 continue
             shapes[start] = shape
             check.append(start)
-            check_segs.append(seg)
+            check_segs.append(seg if b"\\" not in seg else seg + b"\n" + _unescaped(seg))
         maybe: set[int] = set()
         if check:
             plan = self.plan
@@ -1219,6 +1222,15 @@ def _ascii_punctuation(data: bytes) -> bytes:
 
 
 _ESCAPES = re.compile(r'\\([nrt"\\/])')
+
+
+_ESCAPES_BYTES = re.compile(rb'\\([nrt"\\/])')
+_UNESCAPE = {b"n": b"\n", b"r": b"\n", b"t": b"\t"}
+
+
+def _unescaped(raw: bytes) -> bytes:
+    """raw with its JSON/repr escapes read as _flattened reads them."""
+    return _ESCAPES_BYTES.sub(lambda m: _UNESCAPE.get(m.group(1), m.group(1)), raw)
 
 
 def _flattened(text: str) -> list[str]:
