@@ -21,6 +21,8 @@
   var SPECIFIC_DF = 5;      // a word in at most this many entries makes a phrase specific
   var SEEN = 1.5;           // a word of what an entry is seen with / its catalogue messages...
   var SEEN_SIZE = 200;      // ...at full weight up to this many distinct words, then less
+  var SIG = 2;              // a word of the entry's signatures' general messages...
+  var SIG_SIZE = 70;        // ...at full weight up to this many distinct words, then less
   var PREFIX_WORDS = 0.3;   // a word only a line's prefix holds (a logger's file, a process tag)
 
   var UNITS = { bytes: 1, b: 1, kib: 1024, mib: 1048576, gib: 1073741824, tib: 1099511627776,
@@ -144,6 +146,10 @@
     // ... and the longer that text, the less one of its words says: a family entry's
     // thousand words hold "node", "attribute" and "found" by chance (BM25's length norm)
     var seenSet = setOf(seen), seenSize = Object.keys(seenSet).length;
+    // the same holds for the signatures' own text: a family entry's 50 messages (a median
+    // entry's hold 40 distinct words, a family's up to 500) spell "size", "group" and "must"
+    // by chance, and a few typed words then put it above the entry they describe
+    var sigSet = setOf(own), sigSize = Object.keys(sigSet).length;
     var sigs = e.signatures.map(function (s) {
       var rx = null;
       if (s.re) {
@@ -153,8 +159,9 @@
     });
     return {
       data: e, sigs: sigs,
-      name: setOf(name), sig: setOf(own), seen: seenSet, prose: setOf(words(e.prose)),
+      name: setOf(name), sig: sigSet, seen: seenSet, prose: setOf(words(e.prose)),
       seenWeight: SEEN * Math.min(1, Math.sqrt(SEEN_SIZE / Math.max(1, seenSize))),
+      sigWeight: SIG * Math.min(1, Math.sqrt(SIG_SIZE / Math.max(1, sigSize))),
       pairs: pairs(own.concat(["\n"], seen, ["\n"], name)),
     };
   }
@@ -274,7 +281,7 @@
         });
       });
       var weigh = function (w) {
-        return idf(w) * (p.name[w] ? 3 : p.sig[w] ? 2 : p.seen[w] ? p.seenWeight : p.prose[w] ? 0.5 : 0);
+        return idf(w) * (p.name[w] ? 3 : p.sig[w] ? p.sigWeight : p.seen[w] ? p.seenWeight : p.prose[w] ? 0.5 : 0);
       };
       unique.forEach(function (w) { wordScore += weigh(w); });
       prefixWords.forEach(function (w) { wordScore += PREFIX_WORDS * weigh(w); });
