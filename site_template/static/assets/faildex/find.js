@@ -48,8 +48,10 @@
   }
 
   // A word's stem, so that "hangs", "hanging" and "hang" meet, "killed" meets "kill" and
-  // "processes" meets "process" (a few English suffixes; words with digits stay whole).
+  // "processes" meets "process" (a few English suffixes; words with digits stay whole), and
+  // the plurals of short words: "gpus", "jobs", "nics", "keys" (not "this", "bus", "plus").
   function stem(w) {
+    if (w.length === 4 && /^[a-z](?:[a-z][^siu]|pu)s$/.test(w)) return w.slice(0, -1);
     if (w.length <= 4 || /[0-9_]/.test(w)) return w;
     if (/ing$/.test(w) && w.length > 6) return w.slice(0, -3);
     if (/ie[sd]$/.test(w)) return w.slice(0, -3) + "y";
@@ -124,6 +126,8 @@
     return prev[b.length];
   }
 
+  function sorted(w) { return w.split("").sort().join(""); }
+
   function setOf(list) {
     var s = Object.create(null);
     list.forEach(function (w) { s[w] = true; });
@@ -188,9 +192,10 @@
   }
 
   // A word no entry uses, read as the entry word one typo away (two for long words) when
-  // exactly one word is that close: "conection" -> "connection", "timout" -> "timeout".
+  // exactly one word is that close: "conection" -> "connection", "timout" -> "timeout"; a
+  // four-letter word only when two neighbouring letters are swapped: "laod" -> "load".
   Finder.prototype.correct = function (w) {
-    if (this.df[w] || w.length < 5 || /[0-9_]/.test(w)) return w;
+    if (this.df[w] || w.length < 4 || /[0-9_]/.test(w)) return w;
     // a pasted log repeats its words, and the box re-ranks at every key: each word is read once
     if (w in this.corrected) return this.corrected[w];
     return (this.corrected[w] = this.nearestWord(w));
@@ -201,6 +206,7 @@
     for (var i = 0; i < this.vocabulary.length; i++) {
       var v = this.vocabulary[i];
       if (v[0] !== w[0] && v[1] !== w[1]) continue;   // a typo rarely hits both first letters
+      if (w.length === 4 && (v.length !== 4 || sorted(v) !== sorted(w))) continue;
       var d = distance(w, v, max);
       if (d < bestD) { best = v; bestD = d; ties = 0; } else if (d === bestD) ties += 1;
     }
