@@ -93,6 +93,21 @@
     return text;
   }
 
+  // Words that name the same symptom in a reader's words and an entry's: a typed word also
+  // counts where the entry has only another word of its group, at RELATED of its weight
+  // ("training freezes" finds the hang entries, "killed" the SIGKILL ones, "RAM" memory).
+  var RELATED = 0.6;
+  var ALIKE = Object.create(null);
+  ["hang hung stuck freeze frozen deadlock stall unresponsive", "crash segfault",
+   "slow slower slowdown", "oom memory", "ram memory", "resume continue restart",
+   "gpu card", "docker container", "kubernetes k8s", "fp16 half", "bf16 bfloat16",
+   "nic interface", "kill sigkill", "terminate terminated sigterm"].forEach(function (group) {
+    var ws = group.split(" ").map(stem);
+    ws.forEach(function (w) {
+      ALIKE[w] = (ALIKE[w] || []).concat(ws.filter(function (x) { return x !== w; }));
+    });
+  });
+
   // Identifiers count whole and by their parts: a pasted CUBLAS_STATUS_ALLOC_FAILED
   // meets a signature that spells CUBLAS_STATUS_(ALLOC_FAILED|...).
   function words(text) {
@@ -289,7 +304,11 @@
       var weigh = function (w) {
         return idf(w) * (p.name[w] ? 3 : p.sig[w] ? p.sigWeight : p.seen[w] ? p.seenWeight : p.prose[w] ? 0.5 : 0);
       };
-      unique.forEach(function (w) { wordScore += weigh(w); });
+      unique.forEach(function (w) {
+        var v = weigh(w);
+        (ALIKE[w] || []).forEach(function (x) { if (!inMessage[x]) v = Math.max(v, RELATED * weigh(x)); });
+        wordScore += v;
+      });
       prefixWords.forEach(function (w) { wordScore += PREFIX_WORDS * weigh(w); });
       qpairs.forEach(function (pr) {
         if (p.pairs[pr]) wordScore += idf(pr.split(" ")[0]) + idf(pr.split(" ")[1]);
