@@ -48,11 +48,13 @@
   }
 
   // A word's stem, so that "hangs", "hanging" and "hang" meet, "killed" meets "kill" and
-  // "processes" meets "process" (a few English suffixes; words with digits stay whole), and
-  // the plurals of short words: "gpus", "jobs", "nics", "keys" (not "this", "bus", "plus").
+  // "processes" meets "process", "connection" "connect" (a few English suffixes; words with
+  // digits stay whole), and the plurals of short words: "gpus", "jobs", "nics", "keys" (not
+  // "this", "bus", "plus").
   function stem(w) {
     if (w.length === 4 && /^[a-z](?:[a-z][^siu]|pu)s$/.test(w)) return w.slice(0, -1);
     if (w.length <= 4 || /[0-9_]/.test(w)) return w;
+    if (/(?:ct|pt|ss)ions?$/.test(w)) return w.replace(/ions?$/, "");
     if (/ing$/.test(w) && w.length > 6) return w.slice(0, -3);
     if (/ie[sd]$/.test(w)) return w.slice(0, -3) + "y";
     if (/ed$/.test(w) && w.length > 5) return w.slice(0, -2);
