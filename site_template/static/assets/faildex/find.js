@@ -111,13 +111,18 @@
   });
 
   // Identifiers count whole and by their parts: a pasted CUBLAS_STATUS_ALLOC_FAILED
-  // meets a signature that spells CUBLAS_STATUS_(ALLOC_FAILED|...).
-  function words(text) {
+  // meets a signature that spells CUBLAS_STATUS_(ALLOC_FAILED|...). partsOf, when given,
+  // collects for each part the identifiers it came from.
+  function words(text, partsOf) {
     var out = [];
     (fromCJK(text).toLowerCase().replace(/'/g, "").match(/[a-z0-9_]+/g) || []).forEach(function (w) {
       if (STOP[w]) return;
       out.push(stem(w));
-      if (w.indexOf("_") >= 0) w.split("_").forEach(function (p) { if (p.length > 2) out.push(stem(p)); });
+      if (w.indexOf("_") >= 0) w.split("_").forEach(function (p) {
+        if (p.length <= 2) return;
+        out.push(stem(p));
+        if (partsOf) (partsOf[stem(p)] = partsOf[stem(p)] || []).push(stem(w));
+      });
     });
     return out;
   }
@@ -268,8 +273,12 @@
     var bare = lines.map(function (l) { return withoutPrefix(l, prefixes); });
     // the message's words; a prefix's own words ("EngineCore", "elastic", "multiprocessing"
     // of a logger's path) say where the line was printed, not what failed: they count less
-    var qwords = words(bare.join(" \n ")).slice(-MAX_WORDS).map(this.correct, this);
+    var partsOf = Object.create(null);
+    var qwords = words(bare.join(" \n "), partsOf).slice(-MAX_WORDS).map(this.correct, this);
     var unique = Object.keys(setOf(qwords));
+    // a word typed only inside an identifier (num_workers: num, workers) does not count again
+    // where the entry holds the identifier itself, which counted already
+    var standalone = setOf(words(bare.join(" \n ").replace(/[a-z0-9]*_[a-z0-9_]*/gi, " ")).map(this.correct, this));
     var inMessage = setOf(unique);
     var prefixWords = Object.keys(setOf(words(lines.map(function (l, i) {
       return l.slice(0, l.length - bare[i].length);
@@ -308,6 +317,7 @@
       };
       unique.forEach(function (w) {
         var v = weigh(w);
+        if (!standalone[w] && partsOf[w] && partsOf[w].some(function (x) { return x !== w && weigh(x) > 0; })) return;
         (ALIKE[w] || []).forEach(function (x) { if (!inMessage[x]) v = Math.max(v, RELATED * weigh(x)); });
         wordScore += v;
       });
