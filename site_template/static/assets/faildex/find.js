@@ -325,8 +325,11 @@
       qpairs.forEach(function (pr) {
         if (p.pairs[pr]) wordScore += idf(pr.split(" ")[0]) + idf(pr.split(" ")[1]);
       });
+      // on a tie, the entry whose name the query covers most (the more focused page)
+      var nameAll = 0, nameHit = 0;
+      Object.keys(p.name).forEach(function (w) { nameAll += idf(w); if (inMessage[w]) nameHit += idf(w); });
       return { entry: p.data, regex: regex, line: line, literal: literal, words: wordScore,
-               facts: facts };
+               facts: facts, cover: nameAll ? nameHit / nameAll : 0 };
     });
     // A special case beats its general entry on the same line (an FSDP state-dict OOM
     // is also a CUDA OOM) unless a comparison of the line's facts says it is the general
@@ -356,7 +359,9 @@
           general.score = Math.max(general.score, s.score + 0.01);
       });
     });
-    scored.sort(function (a, b) { return b.score - a.score || (a.entry.id < b.entry.id ? -1 : 1); });
+    scored.sort(function (a, b) {
+      return b.score - a.score || b.cover - a.cover || (a.entry.id < b.entry.id ? -1 : 1);
+    });
     // below a line match, a few shared words are noise: keep hits within reach of the best
     // Past the first three, only what scores near the best: a matched signature (3000+)
     // must not hide the next nearest entries a cut or unusual line still resembles.
