@@ -18,7 +18,8 @@
   var ANSI = /\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07/g;   // = faildex/lines.py ANSI (tests/test_site.py)
   var MAX_LINES = 400;      // a pasted log: its last lines hold the error
   var MAX_WORDS = 300;
-  var SPECIFIC_DF = 5;      // a word in at most this many entries makes a phrase specific
+  var SPECIFIC_DF = 5;      // a word in at most this many entries makes a phrase specific,
+                            // and counts at least 1 (1.5 in at most 2) in any field of the entry
   var SEEN = 1.5;           // a word of what an entry is seen with / its catalogue messages...
   var SEEN_SIZE = 200;      // ...at full weight up to this many distinct words, then less
   var SIG = 2;              // a word of the entry's signatures' general messages...
@@ -313,7 +314,8 @@
         });
       });
       var weigh = function (w) {
-        return idf(w) * (p.name[w] ? 3 : p.sig[w] ? p.sigWeight : p.seen[w] ? p.seenWeight : p.prose[w] ? 0.5 : 0);
+        var field = p.name[w] ? 3 : p.sig[w] ? p.sigWeight : p.seen[w] ? p.seenWeight : p.prose[w] ? 0.5 : 0;
+        return idf(w) * (field && df[w] <= SPECIFIC_DF ? Math.max(field, df[w] <= 2 ? 1.5 : 1) : field);
       };
       unique.forEach(function (w) {
         var v = weigh(w);
