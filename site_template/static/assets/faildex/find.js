@@ -77,7 +77,7 @@
   var CJK = [
     ["共享内存", " shared memory shm "], ["显存不足", " gpu out of memory "], ["内存不足", " out of memory host ram "],
     ["显存", " gpu memory "], ["内存", " memory ram "], ["磁盘空间", " disk space "], ["磁盘", " disk "],
-    ["无法写", " cannot write "], ["写文件", " write file "], ["空间不足", " no space left "],
+    ["无法写", " cannot write "], ["写文件", " write file "], ["文件", " file "], ["空间不足", " no space left "],
     ["卡住", " hang stuck "], ["卡在", " hang stuck "], ["不动", " hang stuck "], ["死锁", " deadlock hang "], ["挂起", " hang "],
     ["超时", " timeout timed out "], ["杀死", " killed "], ["被杀", " killed "], ["段错误", " segmentation fault "],
     ["非法内存访问", " illegal memory access "], ["端口", " port "], ["被占用", " already in use "], ["占用", " in use "],
