@@ -9,8 +9,11 @@
 //  3. words: each query word (stemmed, without a question's function words, a typo
 //     read as the one entry word it is a typo of, a Chinese term as its English words), weighted by how rare it is across
 //     entries, found in the entry's name (title, id, systems), its signatures' general
-//     messages, what it is seen with and the catalogue's messages mapped to it (less),
-//     or its prose; two words next to each other in a message count again.
+//     messages, what it is seen with and the catalogue's messages mapped to it (less,
+//     and the less the more of them a family entry has), or its prose (its whole page);
+//     a word few entries use counts in any of them, a word of the same symptom group
+//     (hang/stuck/freeze) stands in for a missing one; two words next to each other in a
+//     message count again. Equal scores go to the entry whose name the query covers most.
 (function (root) {
   "use strict";
 
