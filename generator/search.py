@@ -33,8 +33,14 @@ def js_regex(pattern: str) -> str | None:
 
 
 def _prose(d: dict) -> str:
-    # the symptoms travel apart, as "seen", scored like signature text
+    # the symptoms travel apart, as "seen", scored like signature text; the rest of the page
+    # (why each symptom shows, the checks, the fix and why it works, how to verify and prevent
+    # it) is in the words a reader asks with ("resume with a different number of GPUs")
     parts = [d["quick_answer"], d["root_cause"], d.get("misread_as") or ""]
+    parts += [x["why"] for x in d["symptoms"]]
+    parts += [x["do"] for x in d.get("confirm") or []]
+    parts += [x["do"] + " " + x["why"] for x in d.get("fix") or []]
+    parts += [d.get("verify") or "", *(d.get("prevent") or [])]
     return " ".join(clean(p) for p in parts)
 
 

@@ -368,7 +368,8 @@ def test_a_dropped_hang_folder_names_its_expected_suspects(page, root, scenario)
 
 # ---------------------------------------------------------------- paste an error, get the entry
 
-# measured (bench/search.py --find-only): 97.5 % first, 749 of 749 in the top 3
+# measured (bench/search.py --find-only): 97.5 % first, 749 of 749 in the top 3; 2026-12-07
+# (find.js over search.json in Node, as _ranked does): 99.0 % first, 1,664 of 1,664 in the top 3
 FIRST_SHARE = 0.965    # right entry first, over all queries; the issue asks for 0.95
                        # and the right entry in the top 3 for every query
 

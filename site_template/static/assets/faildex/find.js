@@ -9,8 +9,11 @@
 //  3. words: each query word (stemmed, without a question's function words, a typo
 //     read as the one entry word it is a typo of, a Chinese term as its English words), weighted by how rare it is across
 //     entries, found in the entry's name (title, id, systems), its signatures' general
-//     messages, what it is seen with and the catalogue's messages mapped to it (less),
-//     or its prose; two words next to each other in a message count again.
+//     messages, what it is seen with and the catalogue's messages mapped to it (less,
+//     and the less the more of them a family entry has), or its prose (its whole page);
+//     a word few entries use counts in any of them, a word of the same symptom group
+//     (hang/stuck/freeze) stands in for a missing one; two words next to each other in a
+//     message count again. Equal scores go to the entry whose name the query covers most.
 (function (root) {
   "use strict";
 
@@ -18,9 +21,12 @@
   var ANSI = /\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07/g;   // = faildex/lines.py ANSI (tests/test_site.py)
   var MAX_LINES = 400;      // a pasted log: its last lines hold the error
   var MAX_WORDS = 300;
-  var SPECIFIC_DF = 5;      // a word in at most this many entries makes a phrase specific
+  var SPECIFIC_DF = 5;      // a word in at most this many entries makes a phrase specific,
+                            // and counts at least 1 (1.5 in at most 2) in any field of the entry
   var SEEN = 1.5;           // a word of what an entry is seen with / its catalogue messages...
   var SEEN_SIZE = 200;      // ...at full weight up to this many distinct words, then less
+  var SIG = 2;              // a word of the entry's signatures' general messages...
+  var SIG_SIZE = 70;        // ...at full weight up to this many distinct words, then less
   var PREFIX_WORDS = 0.3;   // a word only a line's prefix holds (a logger's file, a process tag)
 
   var UNITS = { bytes: 1, b: 1, kib: 1024, mib: 1048576, gib: 1073741824, tib: 1099511627776,
@@ -46,9 +52,13 @@
   }
 
   // A word's stem, so that "hangs", "hanging" and "hang" meet, "killed" meets "kill" and
-  // "processes" meets "process" (a few English suffixes; words with digits stay whole).
+  // "processes" meets "process", "connection" "connect" (a few English suffixes; words with
+  // digits stay whole), and the plurals of short words: "gpus", "jobs", "nics", "keys" (not
+  // "this", "bus", "plus").
   function stem(w) {
+    if (w.length === 4 && /^[a-z](?:[a-z][^siu]|pu)s$/.test(w)) return w.slice(0, -1);
     if (w.length <= 4 || /[0-9_]/.test(w)) return w;
+    if (/(?:ct|pt|ss)ions?$/.test(w)) return w.replace(/ions?$/, "");
     if (/ing$/.test(w) && w.length > 6) return w.slice(0, -3);
     if (/ie[sd]$/.test(w)) return w.slice(0, -3) + "y";
     if (/ed$/.test(w) && w.length > 5) return w.slice(0, -2);
@@ -70,7 +80,7 @@
   var CJK = [
     ["共享内存", " shared memory shm "], ["显存不足", " gpu out of memory "], ["内存不足", " out of memory host ram "],
     ["显存", " gpu memory "], ["内存", " memory ram "], ["磁盘空间", " disk space "], ["磁盘", " disk "],
-    ["无法写", " cannot write "], ["写文件", " write file "], ["空间不足", " no space left "],
+    ["无法写", " cannot write "], ["写文件", " write file "], ["文件", " file "], ["空间不足", " no space left "],
     ["卡住", " hang stuck "], ["卡在", " hang stuck "], ["不动", " hang stuck "], ["死锁", " deadlock hang "], ["挂起", " hang "],
     ["超时", " timeout timed out "], ["杀死", " killed "], ["被杀", " killed "], ["段错误", " segmentation fault "],
     ["非法内存访问", " illegal memory access "], ["端口", " port "], ["被占用", " already in use "], ["占用", " in use "],
@@ -89,14 +99,34 @@
     return text;
   }
 
+  // Words that name the same symptom in a reader's words and an entry's: a typed word also
+  // counts where the entry has only another word of its group, at RELATED of its weight
+  // ("training freezes" finds the hang entries, "killed" the SIGKILL ones, "RAM" memory).
+  var RELATED = 0.6;
+  var ALIKE = Object.create(null);
+  ["hang hung stuck freeze frozen deadlock stall unresponsive", "crash segfault",
+   "slow slower slowdown", "oom memory", "ram memory", "resume continue restart",
+   "gpu card", "docker container", "kubernetes k8s", "fp16 half", "bf16 bfloat16",
+   "nic interface", "kill sigkill", "terminate terminated sigterm"].forEach(function (group) {
+    var ws = group.split(" ").map(stem);
+    ws.forEach(function (w) {
+      ALIKE[w] = (ALIKE[w] || []).concat(ws.filter(function (x) { return x !== w; }));
+    });
+  });
+
   // Identifiers count whole and by their parts: a pasted CUBLAS_STATUS_ALLOC_FAILED
-  // meets a signature that spells CUBLAS_STATUS_(ALLOC_FAILED|...).
-  function words(text) {
+  // meets a signature that spells CUBLAS_STATUS_(ALLOC_FAILED|...). partsOf, when given,
+  // collects for each part the identifiers it came from.
+  function words(text, partsOf) {
     var out = [];
     (fromCJK(text).toLowerCase().replace(/'/g, "").match(/[a-z0-9_]+/g) || []).forEach(function (w) {
       if (STOP[w]) return;
       out.push(stem(w));
-      if (w.indexOf("_") >= 0) w.split("_").forEach(function (p) { if (p.length > 2) out.push(stem(p)); });
+      if (w.indexOf("_") >= 0) w.split("_").forEach(function (p) {
+        if (p.length <= 2) return;
+        out.push(stem(p));
+        if (partsOf) (partsOf[stem(p)] = partsOf[stem(p)] || []).push(stem(w));
+      });
     });
     return out;
   }
@@ -122,6 +152,8 @@
     return prev[b.length];
   }
 
+  function sorted(w) { return w.split("").sort().join(""); }
+
   function setOf(list) {
     var s = Object.create(null);
     list.forEach(function (w) { s[w] = true; });
@@ -144,6 +176,10 @@
     // ... and the longer that text, the less one of its words says: a family entry's
     // thousand words hold "node", "attribute" and "found" by chance (BM25's length norm)
     var seenSet = setOf(seen), seenSize = Object.keys(seenSet).length;
+    // the same holds for the signatures' own text: a family entry's 50 messages (a median
+    // entry's hold 40 distinct words, a family's up to 500) spell "size", "group" and "must"
+    // by chance, and a few typed words then put it above the entry they describe
+    var sigSet = setOf(own), sigSize = Object.keys(sigSet).length;
     var sigs = e.signatures.map(function (s) {
       var rx = null;
       if (s.re) {
@@ -153,8 +189,9 @@
     });
     return {
       data: e, sigs: sigs,
-      name: setOf(name), sig: setOf(own), seen: seenSet, prose: setOf(words(e.prose)),
+      name: setOf(name), sig: sigSet, seen: seenSet, prose: setOf(words(e.prose)),
       seenWeight: SEEN * Math.min(1, Math.sqrt(SEEN_SIZE / Math.max(1, seenSize))),
+      sigWeight: SIG * Math.min(1, Math.sqrt(SIG_SIZE / Math.max(1, sigSize))),
       pairs: pairs(own.concat(["\n"], seen, ["\n"], name)),
     };
   }
@@ -181,9 +218,10 @@
   }
 
   // A word no entry uses, read as the entry word one typo away (two for long words) when
-  // exactly one word is that close: "conection" -> "connection", "timout" -> "timeout".
+  // exactly one word is that close: "conection" -> "connection", "timout" -> "timeout"; a
+  // four-letter word only when two neighbouring letters are swapped: "laod" -> "load".
   Finder.prototype.correct = function (w) {
-    if (this.df[w] || w.length < 5 || /[0-9_]/.test(w)) return w;
+    if (this.df[w] || w.length < 4 || /[0-9_]/.test(w)) return w;
     // a pasted log repeats its words, and the box re-ranks at every key: each word is read once
     if (w in this.corrected) return this.corrected[w];
     return (this.corrected[w] = this.nearestWord(w));
@@ -194,6 +232,7 @@
     for (var i = 0; i < this.vocabulary.length; i++) {
       var v = this.vocabulary[i];
       if (v[0] !== w[0] && v[1] !== w[1]) continue;   // a typo rarely hits both first letters
+      if (w.length === 4 && (v.length !== 4 || sorted(v) !== sorted(w))) continue;
       var d = distance(w, v, max);
       if (d < bestD) { best = v; bestD = d; ties = 0; } else if (d === bestD) ties += 1;
     }
@@ -238,8 +277,12 @@
     var bare = lines.map(function (l) { return withoutPrefix(l, prefixes); });
     // the message's words; a prefix's own words ("EngineCore", "elastic", "multiprocessing"
     // of a logger's path) say where the line was printed, not what failed: they count less
-    var qwords = words(bare.join(" \n ")).slice(-MAX_WORDS).map(this.correct, this);
+    var partsOf = Object.create(null);
+    var qwords = words(bare.join(" \n "), partsOf).slice(-MAX_WORDS).map(this.correct, this);
     var unique = Object.keys(setOf(qwords));
+    // a word typed only inside an identifier (num_workers: num, workers) does not count again
+    // where the entry holds the identifier itself, which counted already
+    var standalone = setOf(words(bare.join(" \n ").replace(/[a-z0-9]*_[a-z0-9_]*/gi, " ")).map(this.correct, this));
     var inMessage = setOf(unique);
     var prefixWords = Object.keys(setOf(words(lines.map(function (l, i) {
       return l.slice(0, l.length - bare[i].length);
@@ -274,15 +317,24 @@
         });
       });
       var weigh = function (w) {
-        return idf(w) * (p.name[w] ? 3 : p.sig[w] ? 2 : p.seen[w] ? p.seenWeight : p.prose[w] ? 0.5 : 0);
+        var field = p.name[w] ? 3 : p.sig[w] ? p.sigWeight : p.seen[w] ? p.seenWeight : p.prose[w] ? 0.5 : 0;
+        return idf(w) * (field && df[w] <= SPECIFIC_DF ? Math.max(field, df[w] <= 2 ? 1.5 : 1) : field);
       };
-      unique.forEach(function (w) { wordScore += weigh(w); });
+      unique.forEach(function (w) {
+        var v = weigh(w);
+        if (!standalone[w] && partsOf[w] && partsOf[w].some(function (x) { return x !== w && weigh(x) > 0; })) return;
+        (ALIKE[w] || []).forEach(function (x) { if (!inMessage[x]) v = Math.max(v, RELATED * weigh(x)); });
+        wordScore += v;
+      });
       prefixWords.forEach(function (w) { wordScore += PREFIX_WORDS * weigh(w); });
       qpairs.forEach(function (pr) {
         if (p.pairs[pr]) wordScore += idf(pr.split(" ")[0]) + idf(pr.split(" ")[1]);
       });
+      // on a tie, the entry whose name the query covers most (the more focused page)
+      var nameAll = 0, nameHit = 0;
+      Object.keys(p.name).forEach(function (w) { nameAll += idf(w); if (inMessage[w]) nameHit += idf(w); });
       return { entry: p.data, regex: regex, line: line, literal: literal, words: wordScore,
-               facts: facts };
+               facts: facts, cover: nameAll ? nameHit / nameAll : 0 };
     });
     // A special case beats its general entry on the same line (an FSDP state-dict OOM
     // is also a CUDA OOM) unless a comparison of the line's facts says it is the general
@@ -312,7 +364,9 @@
           general.score = Math.max(general.score, s.score + 0.01);
       });
     });
-    scored.sort(function (a, b) { return b.score - a.score || (a.entry.id < b.entry.id ? -1 : 1); });
+    scored.sort(function (a, b) {
+      return b.score - a.score || b.cover - a.cover || (a.entry.id < b.entry.id ? -1 : 1);
+    });
     // below a line match, a few shared words are noise: keep hits within reach of the best
     // Past the first three, only what scores near the best: a matched signature (3000+)
     // must not hide the next nearest entries a cut or unusual line still resembles.
