@@ -40,6 +40,8 @@ def main() -> int:
     ap.add_argument("--heldout", action="store_true",
                     help="the held-out queries (tests/corpus/search-heldout: what people typed in public "
                          "threads, never read to tune the search); prints figures only, never a query")
+    ap.add_argument("--queries", help="a YAML file of queries in search-dev's form (e.g. a new batch not yet "
+                                      "added to the development set): figures and every miss")
     args = ap.parse_args()
     from generator.validate import validate
     from searchkit import queries
@@ -47,7 +49,8 @@ def main() -> int:
     entries, problems = validate(REPO)
     if problems:
         raise SystemExit("entries do not validate: run faildex validate")
-    rows = heldout() if args.heldout else heldout(DEV) if args.dev else queries(entries)
+    rows = (heldout() if args.heldout else heldout(DEV) if args.dev
+            else heldout(Path(args.queries)) if args.queries else queries(entries))
     rows = [r for r in rows if args.kind in (None, r[0])][::args.every]
     misses = []
     class Quiet(http.server.SimpleHTTPRequestHandler):

@@ -425,8 +425,10 @@ def test_header_search_puts_the_right_entry_first(chromium, origin, entries):
 # the held-out queries (tests/corpus/search-heldout: written from public threads by a helper
 # that never read the entries; the search is never tuned by reading them), measured by
 # bench/search.py --heldout --find-only on 2026-12-05: 83.2 % first, 92.9 % in the top 3 before
-# the day's search work; 85.8 % and 93.4 % after it (work done on tests/corpus/search-dev)
-HELDOUT_FIRST, HELDOUT_TOP3 = 0.82, 0.89
+# the day's search work; 85.8 % and 93.4 % after it (work done on tests/corpus/search-dev);
+# 2026-12-07, 197 queries: 83.2 % / 91.4 % before the eighteenth session's search work, 85.8 % /
+# 91.9 % after it
+HELDOUT_FIRST, HELDOUT_TOP3 = 0.84, 0.90
 
 
 def test_header_search_on_held_out_queries(chromium, origin):
