@@ -327,7 +327,8 @@ class Plan:
             union = None
             if None not in patterns:
                 try:
-                    union = _re2_compile(self._re2, ("(?m)" + "|".join(f"(?:{p})" for p in sorted(set(patterns)))).encode())
+                    union = _re2_compile(self._re2, ("(?m)" + "|".join(f"(?:{p})" for p in sorted(set(patterns)))).encode(),
+                                         GROUP_MAX_MEM)
                 except Exception:    # re2.error
                     union = None
             self._group_unions[g] = union
@@ -1530,6 +1531,7 @@ def merge_ranges(parts: list[Source]) -> Source:
 # skipped. Such lines' origins (time, host, rank) are read as skipped lines' are: each
 # until ORIGIN_QUIET in a row name nothing new, then about one in ORIGIN_SAMPLE.
 UNION_CHARS = 6000     # characters of supersets in one RE2 union (Plan.signature_groups)
+GROUP_MAX_MEM = 8 << 20   # RE2's default: ~36 groups with RE2_MAX_MEM each held 270 MB
 DENSE_MIN_BYTES = 256 << 10   # a smaller buffer is scanned as it is
 DENSE_PROBE = 64 << 10   # bytes of a buffer's start looked at to decide
 DENSE_MIN_LINES = 64     # candidate lines there, at least, and at least 1 line in DENSE_SHARE
@@ -1764,11 +1766,11 @@ def _re2_pattern(words: list[bytes]) -> bytes:
                      for w in words)
 
 
-def _re2_compile(re2, pattern: bytes) -> "_Re2":
+def _re2_compile(re2, pattern: bytes, max_mem: int = RE2_MAX_MEM) -> "_Re2":
     options = re2.Options()
     options.encoding = re2.Options.Encoding.LATIN1
     options.never_capture = True
-    options.max_mem = RE2_MAX_MEM
+    options.max_mem = max_mem
     return _Re2(re2, re2.compile(pattern, options))
 
 
