@@ -1531,7 +1531,7 @@ def merge_ranges(parts: list[Source]) -> Source:
 # skipped. Such lines' origins (time, host, rank) are read as skipped lines' are: each
 # until ORIGIN_QUIET in a row name nothing new, then about one in ORIGIN_SAMPLE.
 UNION_CHARS = 6000     # characters of supersets in one RE2 union (Plan.signature_groups)
-GROUP_MAX_MEM = 8 << 20   # RE2's default: ~36 groups with RE2_MAX_MEM each held 270 MB
+GROUP_MAX_MEM = 8 << 20   # RE2's default DFA budget for a group's union (2 MB ran out on the anchor-mix)
 DENSE_MIN_BYTES = 256 << 10   # a smaller buffer is scanned as it is
 DENSE_PROBE = 64 << 10   # bytes of a buffer's start looked at to decide
 DENSE_MIN_LINES = 64     # candidate lines there, at least, and at least 1 line in DENSE_SHARE
