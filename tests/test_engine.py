@@ -915,20 +915,28 @@ def test_benign_lines_of_every_anchor_are_checked_without_exhausting_re2(index, 
 
 @pytest.mark.parametrize("kind", ["re2", "passes"])
 def test_a_repeated_line_with_escapes_is_counted_by_its_shape(index, monkeypatch, tmp_path, kind):
-    """vLLM logs each request with its prompt's repr (`\\n`s and all) and `prompt_embeds
-    shape: None`, which holds an anchor: a backslash is a reader's word (the line may be a
-    flattened traceback), so each such line was read in full (~70 us; a vLLM server's log
-    at 10 MB/s). Its shape's lines are now counted once reading them changes nothing, the
-    union of supersets checked on the line as it is and unescaped (Source._repeats); the
-    report is the one of reading every line."""
-    from bench.profiles import generate_line_type
+    """vLLM logs each request with its prompt's repr, `\\n`s and all; a backslash is a reader's
+    word (the line may be a flattened traceback), so where such a line also held an anchor
+    (until the healthy corpus got one, `prompt_embeds` did) each was read in full (~70 us; a
+    vLLM server's log at 10 MB/s). Lines of one shape are now counted once reading them
+    changes nothing, the union of supersets checked on each line as it is and unescaped
+    (Source._repeats); the report is the one of reading every line. The lines here hold an
+    anchor whose plain benign line is no finding (bench/engine.py's benign_anchors)."""
+    import random
+
+    from bench.engine import benign_anchors
     from faildex import scan
 
     _prefilter(kind, monkeypatch)
+    plan = scan.plan_for(index)
+    reader = plan.reader_words({}) - {b"\\"}
+    anchor = next(a for a in benign_anchors(index) if a.isascii() and not any(w.decode() in a for w in reader))
+    rng = random.Random(5)
+    data = "".join(f"INFO 07-31 09:{i // 60 % 60:02d}:{i % 60:02d} [logger.py:41] Received request cmpl-{rng.getrandbits(64):016x}: "
+                   f"prompt: 'Summarize\\nthe note {anchor} in {rng.randrange(9)} sentences', params: SamplingParams(n=1, "
+                   f"max_tokens={rng.randrange(4096)}), prompt_token_ids: None, lora_request: None.\n"
+                   for i in range(6000)).encode()
     path = tmp_path / "requests.log"
-    generate_line_type(path, "vllm/received-request", 2_000_000, seed=5)
-    data = path.read_bytes()
-    assert data.count(b"\\n") > 1000 and b"prompt_embeds" in data
     path.write_bytes(data + TIMEOUT_LINE.encode())
     read = []
     original = scan.Source._candidate
@@ -938,6 +946,7 @@ def test_a_repeated_line_with_escapes_is_counted_by_its_shape(index, monkeypatch
     assert len(read) < 200, len(read)
     monkeypatch.setattr(scan, "REPEAT_MIN", 10 ** 9)
     assert diagnose([str(path)], index) == got
+    assert got["primary"]["id"] == "torchrun-rendezvous-timeout"
 
 
 def test_skipped_lines_still_give_the_ranks_and_the_time_a_finding_inherits(index, monkeypatch):
