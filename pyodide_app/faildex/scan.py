@@ -256,14 +256,14 @@ class Plan:
         of lines, at least wherever one of them matches a line: where RE2 is installed, one
         union of them, or where they pass UNION_CHARS, the union of each group of
         signatures (signature_groups) that holds one of them (its other signatures only add
-        lines to read); with the standard library, one per
-        leading literal, written as the literal and an alternation of the rests (sre scans
-        for a literal prefix, where a union of alternatives is tried at every position).
-        None when a signature has no superset or a regex does not compile."""
+        lines to read); with the standard library, one per leading literal, written as the
+        literal and an alternation of the rests (sre scans for a literal prefix, where a
+        union of alternatives is tried at every position). None when a signature has no
+        superset or a regex does not compile."""
         if self._re2 is not None and self.union_chars(ids) > UNION_CHARS:
             groups = self.signature_groups()
             union = []
-            for g in sorted({groups[n] for n in ids}):
+            for g in sorted({groups[n] for n in ids if n in groups}):
                 part = self._group_union(g)
                 if part is None:
                     return None
@@ -301,7 +301,7 @@ class Plan:
             size = UNION_CHARS
             for n, sig in enumerate(self.signatures):
                 if sig["strength"] == "context":
-                    continue        # (not in the prefilter: never a candidate's signature)
+                    continue        # (no anchor: never a candidate's signature, and healthy lines match it)
                 cost = len(self._superset(n) or "")
                 if size + cost > UNION_CHARS:
                     self._group_members.append([])
