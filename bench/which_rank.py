@@ -120,6 +120,9 @@ def run(part: str, engine: str | None) -> list[dict]:
                      "ranks": item.get("ranks"), "label": label, "faildex": got,
                      "faildex_kind": sus[0]["kind"] if sus else None,
                      "baseline": base, "faildex_ok": got == label, "baseline_ok": base == label,
+                     "scenario": item.get("scenario"), "note": item.get("note"),
+                     "other_suspects": [(s["rank"], s["kind"]) for s in sus[1:4]],
+                     "primary": report["primary"]["id"] if report.get("primary") else None,
                      "seconds": round(seconds, 3)})
     return rows
 
@@ -138,6 +141,9 @@ def main() -> int:
     ap.add_argument("--part", default="sealed", choices=sorted(p.name for p in CORPUS.iterdir() if (p / "manifest.yaml").exists()))
     ap.add_argument("--engine", help="a folder holding another faildex package (to measure a before)")
     ap.add_argument("--json", help="write the rows here")
+    ap.add_argument("--misses", action="store_true",
+                    help="for each run faildex gets wrong: the construction's scenario and note (the manifest) "
+                         "and faildex's suspects and primary entry; no log text")
     args = ap.parse_args()
     rows = run(args.part, args.engine)
     print(f"{'run':44} {'layout':18} {'cause':26} {'label':>5} {'faildex':>8} {'root cause':>10}")
@@ -160,6 +166,14 @@ def main() -> int:
             g[1] += r["faildex_ok"]
             g[2] += r["baseline_ok"]
         print(f"by {key}: " + "; ".join(f"{k} {v[1]}/{v[0]} (root cause {v[2]})" for k, v in sorted(groups.items(), key=str)))
+    if args.misses:
+        print()
+        for r in rows:
+            if not r["faildex_ok"]:
+                print(f"{args.part}/{r['id']}: {r['layout']}, {r['ranks']} ranks, scenario {r['scenario']}, label {r['label']}\n"
+                      f"   construction: {r['note']}\n"
+                      f"   faildex: rank {r['faildex']} ({r['faildex_kind']}), then {r['other_suspects']}; "
+                      f"primary {r['primary']}; Root Cause block: {r['baseline']}")
     if args.json:
         Path(args.json).write_text(json.dumps({"rows": rows, "summary": s}, indent=2) + "\n", encoding="utf-8")
     return 0
