@@ -57,9 +57,16 @@ def test_noise_and_chunking_never_change_the_primary(index, entries, data):
     ex = data.draw(st.sampled_from([x for x in e.data["examples"] if x.get("expect", e.id) == e.id]))
     lines = example_text(e, ex).splitlines()
     expected = run(index, "\n".join(lines).encode())["primary"]
+    # A primary that no defining line proves is set aside, by design, when its log goes on
+    # for reason.WENT_ON_LINES lines without an error after it (a warning the run outlived):
+    # noise after it would lengthen that tail, so for one the noise goes before its first line
+    # (hypothesis found an NCCL WARN example with 6 lines after it, 4 noise lines after it).
+    supporting_only = expected is not None and expected["first_seen"].get("strength") != "defining"
+    room = expected["first_seen"]["line"] - 1 if supporting_only else len(lines)
     for _ in range(data.draw(st.integers(0, 8))):
-        pos = data.draw(st.integers(0, len(lines)))
+        pos = data.draw(st.integers(0, room))
         lines.insert(pos, data.draw(st.sampled_from(NOISE)))
+        room += 1
     text = "\n".join(lines).encode()
     chunk = data.draw(st.integers(1, max(1, len(text))))
     got = run(index, text, chunk)["primary"]
