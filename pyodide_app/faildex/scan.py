@@ -826,7 +826,7 @@ class Source:
         to be read; the others are counted as error lines where their shape is one, and
         their origins read as skipped lines' are."""
         plan = self.plan
-        checked = [ln if b"\\" not in ln else ln + b"\n" + _unescaped(ln) for ln in masked.lines]   # (_repeats)
+        checked = [_checked_form(ln) for ln in masked.lines]
         block = b"\n".join(checked)
         ids = plan.block_signatures(set(masked.shapes), block)
         union = plan.signature_union(ids) if ids else None
@@ -886,7 +886,7 @@ class Source:
                 continue
             shapes[start] = shape
             check.append(start)
-            check_segs.append(seg if b"\\" not in seg else seg + b"\n" + _unescaped(seg))
+            check_segs.append(_checked_form(seg))
         maybe: set[int] = set()
         if check:
             plan = self.plan
@@ -1223,20 +1223,23 @@ def _ascii_punctuation(data: bytes) -> bytes:
 
 
 _ESCAPES = re.compile(r'\\([nrt"\\/])')
+_UNESCAPE = {"n": "\n", "r": "\n", "t": "\t"}     # the other escaped characters stand for themselves
+_ESCAPES_BYTES = re.compile(_ESCAPES.pattern.encode())
+_UNESCAPE_BYTES = {k.encode(): v.encode() for k, v in _UNESCAPE.items()}
 
 
-_ESCAPES_BYTES = re.compile(rb'\\([nrt"\\/])')
-_UNESCAPE = {b"n": b"\n", b"r": b"\n", b"t": b"\t"}
-
-
-def _unescaped(raw: bytes) -> bytes:
-    """raw with its JSON/repr escapes read as _flattened reads them."""
-    return _ESCAPES_BYTES.sub(lambda m: _UNESCAPE.get(m.group(1), m.group(1)), raw)
+def _checked_form(seg: bytes) -> bytes:
+    """A candidate line as a union of supersets checks it (Source._repeats, _masked_lines): as
+    it is and, where it holds escapes, also unescaped on the lines after it, as _candidate
+    reads it (_flattened)."""
+    if b"\\" not in seg:
+        return seg
+    return seg + b"\n" + _ESCAPES_BYTES.sub(lambda m: _UNESCAPE_BYTES.get(m.group(1), m.group(1)), seg)
 
 
 def _flattened(text: str) -> list[str]:
     """The lines of a JSON-escaped multi-line string held in one log line."""
-    unescaped = _ESCAPES.sub(lambda m: {"n": "\n", "r": "\n", "t": "\t"}.get(m.group(1), m.group(1)), text)
+    unescaped = _ESCAPES.sub(lambda m: _UNESCAPE.get(m.group(1), m.group(1)), text)
     return [p for p in unescaped.split("\n") if p.strip()][:200]
 
 
