@@ -292,12 +292,17 @@ def test_deepspeeds_rank_prefix_is_the_rank_in_the_job():
     assert meta["rank"] == 0 and meta["rank_from"] == "word"
 
 
-def test_a_crashed_rank_is_the_suspect_and_its_line_the_evidence(index):
-    # the Gloo size-mismatch run: one rank aborts (terminate called ... EnforceNotMet)
+def test_a_rank_that_aborted_on_a_bigger_message_and_its_sender_are_both_named(index):
+    # the Gloo size-mismatch run (4 ranks; rank 3 all_reduces 2048 elements, the others 1024):
+    # rank 2 aborts (terminate called ... EnforceNotMet). In Gloo's all_reduce ring rank 2
+    # receives from rank 3, and the logs cannot tell which of the two is odd: both are named,
+    # the one that aborted first, and the headline says it cannot tell
     report = diagnose([str(p) for p in sorted((HANG / "size" / "logs").iterdir())], index)
-    crashed = [s for s in report["suspects"] if s["kind"] == "crashed"]
-    assert len(crashed) == 1 and "failed first" in crashed[0]["why"]
-    assert crashed[0]["evidence"][0]["source"].endswith(f"rank_{crashed[0]['rank']}.log")
+    first, second = report["suspects"][:2]
+    assert (first["rank"], first["kind"], second["rank"], second["kind"]) == (2, "size-mismatch", 3, "size-mismatch")
+    assert first["evidence"][0]["source"].endswith("rank_2.log")
+    assert "receives from rank 3" in first["why"]
+    assert "rank 3" in report["verdict"] and "cannot tell" in report["verdict"]
 
 
 def test_a_lone_logs_trailing_number_is_not_a_rank(index, tmp_path):
@@ -581,3 +586,31 @@ def test_two_disagreeing_dumps_are_settled_by_the_rank_that_received_more(index)
     loaded = [frdump.load(Path(p).name, Path(p).read_bytes()) for p in dumps]
     assert not [s for s in frdump.analyze(loaded) if s["kind"].endswith("mismatch")]
     assert [s["rank"] for s in frdump.analyze(loaded, received_more=[0]) if s["kind"].endswith("mismatch")] == [1]
+
+
+# ---------------------------------------------------------------- Gloo's size check: who sent, who received
+# (tests/data/hang/size-pairs, made by recipe/make_size_pairs.py: one rank's tensor is bigger,
+# smaller or float64; the case says which rank, not any diagnoser)
+SIZE_PAIRS = YAML(typ="safe").load((HANG / "size-pairs" / "cases.yaml").read_text())
+
+
+@pytest.mark.parametrize("case", sorted(SIZE_PAIRS))
+def test_a_size_mismatch_names_the_odd_rank_among_the_two_the_algorithm_leaves(index, case):
+    want = SIZE_PAIRS[case]
+    report = diagnose([str(HANG / "size-pairs" / case / "console.log")], index)
+    top = report["suspects"][:2]
+    if case == "broadcast-root-bigger":
+        # three children of the root aborted, all receiving from rank 0: it is decided
+        assert (top[0]["rank"], top[0]["kind"]) == (want["odd"], "size-mismatch")
+        assert report["verdict"].startswith(f"Rank {want['odd']} called broadcast with a bigger tensor")
+    elif case == "broadcast-relay-bigger":
+        # no rank printed a traceback: the collective, and so the sender, is unknown; only the
+        # rank that aborted is named, with both possibilities
+        assert len(report["suspects"]) == 1 and report["suspects"][0]["rank"] != want["odd"]
+        assert "a peer sent a bigger one" in report["suspects"][0]["why"]
+    else:
+        assert [s["kind"] for s in top] == ["size-mismatch", "size-mismatch"]
+        assert want["odd"] in [s["rank"] for s in top]
+        receiver, sender = top[0]["rank"], top[1]["rank"]
+        assert report["job"]["size_pair"] == {"op": want["op"], "sender": sender, "receivers": [receiver]}
+        assert "cannot tell" in report["verdict"] and f"in {want['op']}" in report["verdict"]

@@ -792,9 +792,6 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
         for r, e in cut.items():
             if r not in own:
                 own[r] = e
-    # ranks that aborted on receiving more bytes than they expected (Gloo's preamble check): a
-    # flight-recorder dump of two other ranks that disagree can then tell which is the odd one
-    job["received_more"] = sorted(r for r, e in coll.items() if e["collateral"] == "mismatch")
     # the final report belongs to the last attempt: its exit codes say nothing of the first
     # attempt unless it is the first
     for r, e in exits.items():
@@ -804,6 +801,21 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
         if code is not None and code < 0 and code != -15 and r not in own and r not in coll:
             sig = e.get("signal") or _SIGNAL_NAMES.get(code, f"signal {-code}")
             own[r] = dict(e, kind="signal", signal=sig)
+    # Gloo's size check aborts the receiving rank from a C++ thread: its message carries no
+    # rank prefix where the rank's other lines go to a file of their own (per-rank files,
+    # sealed-b b27). The one rank of the attempt that died of SIGABRT is the one that printed it
+    aborted = [r for r, e in own.items() if e["kind"] == "signal" and e.get("exitcode") == -6]
+    unplaced = [e for e in now if e["kind"] == "error" and e.get("grank") is None
+                and _is_collateral(e["text"] + " " + (e.get("msg") or "")) == "mismatch"]
+    # (several: a broadcast's root sent each of its children too much. Their lines are alike,
+    # and those written at once can come out as one garbled line: nothing says whose is whose)
+    if unplaced and len(unplaced) <= len(aborted) and not any(e["collateral"] == "mismatch" for e in coll.values()):
+        for n, r in enumerate(sorted(aborted)):
+            coll[r] = dict(unplaced[min(n, len(unplaced) - 1)], grank=r, collateral="mismatch")
+            del own[r]
+    # ranks that aborted on receiving more bytes than they expected (Gloo's preamble check): a
+    # flight-recorder dump of two other ranks that disagree can then tell which is the odd one
+    job["received_more"] = sorted(r for r, e in coll.items() if e["collateral"] == "mismatch")
     # A rank whose own log goes on after its last error, and that the launcher then had to
     # stop (SIGTERM), had caught that error (an optional file it failed to read, logged with
     # its traceback); when another rank exited on an error of its own, that one started it
@@ -1003,17 +1015,7 @@ def _silent_suspects(coll: dict, exits: dict, known: set, waiting_ranks, agent: 
     # did: it called another collective, or the same one from another place (dev c23, b28)
     picks: list[tuple[int, str, str]] = _odd_calls(coll)
     if mism and not picks:
-        # a rank aborted on receiving another size than it expected. Either its own tensor is
-        # the odd one (a smaller tensor receives the others' bigger messages: sealed-b b26)
-        # or a peer sent a bigger one (tests/data/hang/size, dev r22): the logs cannot tell,
-        # a flight-recorder dump can. The receiver is the first failure they show.
-        odd = [r for r in silent if r in terminated or r not in listed]
-        picks = [(r, "crashed", f"rank {r} failed first: it aborted on receiving data of another size than it "
-                                f"expected ({_short(coll[r])[:120]}); either its own tensor is the odd one or "
-                                + (f"rank {odd[0]}, which reported nothing, sent a bigger one"
-                                   if len(odd) == 1 else "a peer sent a bigger one")
-                                + " (the ranks' flight-recorder dumps would tell)")
-                 for r in [e["grank"] for e in _by_time([coll[x] for x in mism])]]
+        picks = _size_mismatch(mism, coll, max(known) + 1, silent, terminated, listed, job)
     if not picks and lost:
         # a peer ended: one that exited on its own without reporting a peer (its own error
         # hidden: --local-ranks-filter, or printed as no traceback), else one that left
@@ -1050,7 +1052,11 @@ def _silent_suspects(coll: dict, exits: dict, known: set, waiting_ranks, agent: 
         ev = ([exits[r]] if r in exits else []) + [coll[o] for o in sorted(reporters) if o in coll][:2]
         if kind == "crashed" and r in coll:
             ev = [coll[r]]
+        elif kind == "size-mismatch":
+            ev = [coll[x] for x in sorted(mism)][:2]
         suspects.append(_suspect(r, kind, res, ev, why))
+        if kind == "size-mismatch" and len(job["size_pair"]["receivers"]) == 1:
+            suspects[-1]["undecided"] = True     # one of two: a dump may decide (suspects.find)
     rc = job["launcher_root_cause"]
     failed = sorted(r for r, e in exits.items() if e.get("exitcode") not in (None, 0, -15))
     if not picks and not reporters and len(failed) == 1 and not (rc and rc.get("attempt", 0) == first):
@@ -1067,6 +1073,68 @@ def _silent_suspects(coll: dict, exits: dict, known: set, waiting_ranks, agent: 
                                  f"torchrun's Root Cause block names rank {rc['rank']} (exit code "
                                  f"{rc.get('exitcode')}); the rank's own lines are not in these logs"))
     return suspects, known
+
+
+# Whom a rank receives from in Gloo's algorithms, for the collectives PyTorch's Gloo process
+# group runs with them: all_reduce is a ring that receives from rank + 1 (gloo/allreduce.cc,
+# ring(): recvRank = rank + 1), all_gather one that receives from rank - 1 (gloo/allgather.cc),
+# broadcast a binomial tree where a rank receives from itself less its highest set bit, counted
+# from the root (gloo/broadcast.cc). Checked on PyTorch 2.13 CPU: a rank given a bigger tensor
+# makes that neighbour abort; a smaller one makes itself abort (tests/data/hang/size-pairs).
+def _sent_from(receiver: int, op: str, world: int, root: int = 0) -> int | None:
+    if world < 2 or not 0 <= receiver < world:
+        return None
+    if op == "all_reduce":
+        return (receiver + 1) % world
+    if op in ("all_gather", "all_gather_into_tensor"):
+        return (receiver - 1) % world
+    if op == "broadcast":
+        v = (receiver - root) % world
+        return None if v == 0 else ((v & ~(1 << (v.bit_length() - 1))) + root) % world
+    return None
+
+
+def _size_mismatch(mism: set, coll: dict, world: int, silent: list, terminated: set, listed: set,
+                   job: dict) -> list[tuple[int, str, str]]:
+    """Gloo's receiving side aborts when a peer sends more bytes than it expects (pair.cc's
+    preamble check). Either the receiver's own tensor is the odd, smaller one (sealed-b b26) or
+    the peer it receives from sent a bigger one (dev r22, c39): the logs cannot tell which, a
+    flight-recorder dump can. Which peer that is follows from the collective the others were
+    in (their tracebacks; none, as under DDP's gradient hooks: an all_reduce)."""
+    receivers = [e["grank"] for e in _by_time([coll[x] for x in mism])]
+    sites = [_call_site(e) for r, e in coll.items() if r not in mism]
+    # the collective, from the others' tracebacks; one that ends in backward() is DDP's
+    # gradient all_reduce. Without a traceback there is no telling which peer sent it
+    ops = ["all_reduce" if s[0] == "backward" else s[0] for s in sites if s]
+    op = max(set(ops), key=ops.count) if ops else None
+    senders = {_sent_from(r, op, world) if op else None for r in receivers}
+    if None not in senders and len(senders) == 1 and len(receivers) > 1:
+        # several ranks got too much from one: that one is the odd rank (a broadcast's root or
+        # a tree parent handing its bigger tensor on)
+        s = senders.pop()
+        job["size_pair"] = {"op": op, "sender": s, "receivers": receivers}
+        return [(s, "size-mismatch", f"rank {s} sent {_ranks_text(receivers)} more data than they expected "
+                                     f"in {op} ({_short(coll[receivers[0]])[:120]}): its tensor is bigger "
+                                     f"than theirs")]
+    d = receivers[0]
+    s = _sent_from(d, op, world) if len(receivers) == 1 and op else None
+    if s is None or s == d:
+        odd = [r for r in silent if r in terminated or r not in listed]
+        return [(r, "crashed", f"rank {r} failed first: it aborted on receiving data of another size than it "
+                               f"expected ({_short(coll[r])[:120]}); either its own tensor is the odd one or "
+                               + (f"rank {odd[0]}, which reported nothing, sent a bigger one"
+                                  if len(odd) == 1 else "a peer sent a bigger one")
+                               + " (the ranks' flight-recorder dumps would tell)")
+                for r in receivers]
+    job["size_pair"] = {"op": op, "sender": s, "receivers": [d]}
+    # Either order is a guess at even odds; the receiver first, as torchrun's Root Cause block
+    # names it, so that faildex is never wrong where the launcher is right
+    return [(d, "size-mismatch", f"rank {d} aborted on receiving more data than it expected from rank {s} "
+                                 f"({_short(coll[d])[:120]}; in Gloo's {op} rank {d} receives from rank {s}): "
+                                 f"either rank {d}'s tensor is smaller than the others' or rank {s}'s is "
+                                 f"bigger; the logs cannot tell which (the ranks' flight-recorder dumps would)"),
+            (s, "size-mismatch", f"rank {s} sent rank {d} more data than it expected in {op}: its tensor "
+                                 f"may be the bigger, odd one")]
 
 
 def _collateral_verb(coll: dict, others: list) -> str:
@@ -1234,6 +1302,16 @@ def _verdict(suspects: list[dict], job: dict, coll: dict, own: dict, own_logs: s
         a, b = job["undecided"][:2]
         return (f"Ranks {a} and {b} both failed on their own{attempt} and the logs cannot order them "
                 f"(no timestamps): start with rank {a}.")
+    pair = job.get("size_pair")
+    if pair and top["kind"] == "size-mismatch":
+        got = pair["receivers"]
+        if len(got) > 1:
+            return (f"Rank {top['rank']}{where} called {pair['op']} with a bigger tensor than its peers{attempt}: "
+                    f"{_ranks_text(got)}, which receive from it, aborted on getting more data than they expected.")
+        return (f"Rank {got[0]}{where} aborted{attempt} on receiving more data than it expected from rank "
+                f"{pair['sender']} in {pair['op']}: one of the two called it with another size or dtype "
+                f"(rank {got[0]}'s tensor smaller, or rank {pair['sender']}'s bigger) and the logs cannot "
+                f"tell which; check both calls.")
     if top["kind"] == "crashed":
         e = own.get(top["rank"]) or coll.get(top["rank"])
         code = job_exit(job, top["rank"])

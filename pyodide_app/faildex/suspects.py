@@ -25,6 +25,7 @@ KINDS = ("named", "op-mismatch", "size-mismatch", "dtype-mismatch", "order-misma
          "missing", "exited", "behind", "launcher")
 MAX_LINES = 4096          # hang lines kept per input
 MAX_SUSPECTS = 64
+MISMATCH_KINDS = KINDS[1:5]
 MAX_EVIDENCE = 6
 
 # What the waiting ranks print, across PyTorch releases (ProcessGroupNCCL.cpp; Gloo's
@@ -288,6 +289,8 @@ def find(report: dict, sources: list, artifacts: Artifacts | None = None, index:
             continue
         if s["why"] not in m["why"]:
             m["why"] += "; " + s["why"]
+        if s.get("source") != "job" and s["kind"] in MISMATCH_KINDS and m.pop("undecided", None):
+            m["kind"] = s["kind"]           # a dump's own mismatch decides the job model's pair
         m["evidence"] += [e for e in s["evidence"] if e not in m["evidence"]]
         if "host" in s and "host" not in m:
             m["host"] = s["host"]
@@ -297,10 +300,12 @@ def find(report: dict, sources: list, artifacts: Artifacts | None = None, index:
         if "host" not in s and rank in hosts and scope == "global":
             s["host"] = hosts[rank]
         out.append(s)
-    out.sort(key=lambda s: (KINDS.index(s["kind"]), s.get("order", MAX_SUSPECTS), s["rank_scope"] != "global",
-                            s["rank"], s.get("pg", "")))
+    # one of the job model's undecided pair comes after every mismatch a dump decides
+    out.sort(key=lambda s: (KINDS.index(s["kind"]) if "undecided" not in s else len(MISMATCH_KINDS) + 0.5,
+                            s.get("order", MAX_SUSPECTS), s["rank_scope"] != "global", s["rank"], s.get("pg", "")))
     for s in out:
         s.pop("order", None)
+        s.pop("undecided", None)
     return out[:MAX_SUSPECTS]
 
 
