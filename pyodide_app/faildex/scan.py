@@ -45,7 +45,9 @@ BASELINE_ANCHORS = ("WARN", "arning", "ailed", "imeout", "imed out", "illed", "i
 # A traceback or a stack dump starts here (Python, faulthandler and C++ "(most recent call
 # first/last)", py-spy's thread headers): a log that shows one after a warning did not go
 # on as if nothing happened, and one that ends in one died there (Source.last_error_line).
-TRACE_MARKERS = ("(most recent call", '(idle): "', '(active): "', '(active+gil): "')
+TRACE_MARKERS = ("(most recent call", '(idle): "', '(active): "', '(active+gil): "',
+                 # py-spy's thread headers inside a JSON string (a container's json-file log)
+                 '(idle): \\"', '(active): \\"', '(active+gil): \\"')
 
 _EXCEPTION = re.compile(r"^\s*(?:[A-Za-z_][\w.]*\.)?(?P<name>[A-Z]\w*(?:Error|Exception|Exit))(?::|$)")
 _ERRORISH = re.compile(r"\b(?:[A-Z]\w*(?:Error|Exception)\b|ERROR\b|[Ee]rror:|FATAL|[Ff]atal error)")
@@ -493,10 +495,8 @@ class Source:
             else:
                 self.carry = buf
             return
-        if _FULLWIDTH_RX.search(buf):
-            # full-width punctuation (an IDE or a CJK locale) is read as ASCII: signatures
-            # and anchors are written with ":" and "(", not "：" and "（"
-            head = _ascii_punctuation(buf[:cut])
+        head = _readable(buf[:cut])
+        if head is not None:
             self._scan(head + buf[cut:], len(head), final=False, cr=cr)
         else:
             self._scan(buf, cut, final=False, cr=cr)
@@ -518,8 +518,7 @@ class Source:
         if self.decoder is not None:
             self.carry += self.decoder.decode(b"", final=True).encode("utf-8", "replace")
         if self.carry:
-            if _FULLWIDTH_RX.search(self.carry):
-                self.carry = _ascii_punctuation(self.carry)
+            self.carry = _readable(self.carry) or self.carry
             self._scan(self.carry, len(self.carry), final=True)
             if not self.carry.endswith((b"\n", b"\r")):
                 self.lines += 1
@@ -1220,6 +1219,40 @@ _ASCII[0x3000] = 0x20   # ideographic space
 
 def _ascii_punctuation(data: bytes) -> bytes:
     return data.decode("utf-8", "surrogateescape").translate(_ASCII).encode("utf-8", "surrogateescape")
+
+
+# A JSON string may spell a character as \uXXXX: Docker's json-file driver writes <, > and &
+# so (moby jsonlog/jsonlogbytes.go, ffjsonWriteJSONBytesAsString), Python's json.dumps every
+# non-ASCII character (a localized "已杀死"), .NET also ' and +. The bytes the anchors and
+# signatures look for are the characters, so such escapes are read as what they stand for,
+# except where that would end the string or the line (", \, control characters). An escaped
+# backslash before "u" is a backslash, not an escape (the alternation takes it first).
+_JSON_U = re.compile(rb"\\\\|\\u([0-9a-fA-F]{4})(?:\\u([dD][c-fC-F][0-9a-fA-F]{2}))?")
+
+
+def _json_char(m: re.Match) -> bytes:
+    if m.group(1) is None:
+        return m.group(0)
+    cp = int(m.group(1), 16)
+    if 0xD800 <= cp < 0xDC00 and m.group(2):
+        cp = 0x10000 + ((cp - 0xD800) << 10) + int(m.group(2), 16) - 0xDC00
+    elif m.group(2):
+        return m.group(0)
+    if cp < 0x20 or cp in (0x22, 0x5C, 0x7F) or 0xD800 <= cp < 0xE000:
+        return m.group(0)
+    return chr(cp).encode("utf-8")
+
+
+def _readable(data: bytes) -> bytes | None:
+    """data with full-width punctuation as ASCII (an IDE or a CJK locale: signatures and
+    anchors are written with ":" and "(", not "：" and "（") and JSON \\u escapes read; None
+    when it holds neither (the usual case, found at memchr speed)."""
+    out = None
+    if b"\\u" in data:
+        out = _JSON_U.sub(_json_char, data)
+    if _FULLWIDTH_RX.search(out or data):
+        out = _ascii_punctuation(out or data)
+    return out
 
 
 _ESCAPES = re.compile(r'\\([nrt"\\/])')
