@@ -49,6 +49,11 @@ FOLLOW_BUDGET = 400_000     # lines followed per input in all
 # Lines the job model reads that no signature may anchor: the scan adds them to its
 # anchors (scan.Plan), like suspects.SCAN_ANCHORS. The traceback header is a
 # scan.TRACE_MARKERS word already.
+# torchrun's start-up warning (torch/distributed/run.py, main process, when OMP_NUM_THREADS is
+# unset and a node runs several workers), among an input's first lines: its console is in the
+# inputs. Not an anchor: a 64-node job prints it 64 times (scan.Source looks in an input's
+# head, scan.HEAD_BYTES: Source.launcher_banner)
+LAUNCHER_BANNER = "Setting OMP_NUM_THREADS environment variable for each process"
 JOB_ANCHORS = ("failed (exitcode:", "Root Cause (first observed failure)", "ChildFailedError",
                "attempts left", "failed to pass monitoredBarrier", "is running collective:",
                "srun: error:", "Fatal Python error:", "terminate called after throwing",
@@ -598,7 +603,7 @@ def attempt_of(f: dict, ends: dict, logdir: dict) -> int:
 
 def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, world: int | None = None,
            extra_ranks: set = frozenset(), causes: list | None = None, waiting_ranks: set = frozenset(),
-           source_lines: dict | None = None) -> dict:
+           source_lines: dict | None = None, banner: bool = False) -> dict:
     """The job model's answer: {"suspects": [...], "job": {...}, "verdict": str} (plain data).
 
     jobs: every input's JobLines; source_ranks: input order -> the rank a per-rank input
@@ -606,7 +611,8 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
     of a failure elsewhere (a downstream or wrapper entry); causes: the lines where a cause
     entry's defining signature matched ({source, order, line, text, entry, rank?, ts?}),
     each the own failure of the rank that printed it; waiting: ranks that the watchdog or
-    collective-timeout lines show waiting (suspects.HangLines)."""
+    collective-timeout lines show waiting (suspects.HangLines); banner: torchrun's start-up
+    banner is among an input's first lines (its console is in the inputs)."""
     if world is not None and not 0 < world <= MAX_RANK:
         world = None         # "world_size=" of some other thing: ranks are listed from range(world)
     for j in jobs:
@@ -738,9 +744,20 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
                 if e["kind"] == "error" and e["order"] in per_rank and went_on(e)}
     fatal = [e for e in events if e["kind"] == "error" and not went_on(e)
              and _DIGITS.sub("#", _short(e)) not in outlived]
-    if not failing and (tee or peers_fine or not fatal):
+    # torchrun's console is in the inputs and reports no failed worker (it would print "failed
+    # (exitcode: N)" and its report), and every error is in a rank's own log that goes on after
+    # it (a Python process that dies of an exception prints nothing more): the ranks handled
+    # them, whatever the error (a caught, logged failure to save an optional file: dev i36)
+    errors = [e for e in events if e["kind"] in ("error", "fatal", "named", "mismatch", "ras")]
+    handled = (banner and bool(errors)
+               and not any(e["kind"] in ("exit", "report", "attempt-end", "srun-exit", "restart") for e in events)
+               and all(e["kind"] == "error" and e["order"] in per_rank and (e.get("exc") or e.get("entry"))
+                       and lines.get(e["order"], 0) > e["line"] for e in errors))
+    if handled or (not failing and (tee or peers_fine or not fatal)):
         job["ranks"] = _rank_rows(events, known, None, res)
         job["outlived"], job["failed"] = True, False
+        if handled:
+            job["handled"] = True
         errs = _by_time([e for e in events if e["kind"] == "error"])
         if errs:
             who = sorted({e["grank"] for e in errs if e.get("grank") is not None})

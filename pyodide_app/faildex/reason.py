@@ -354,7 +354,7 @@ def _went_on(c: Candidate, sources: list) -> bool:
     return bool(last)
 
 
-def rank(scored: list[Candidate], facts: dict, missing: dict, sources: list):
+def rank(scored: list[Candidate], facts: dict, missing: dict, sources: list, handled: bool = False):
     """(primary, alternatives, collateral, vetoed). Specific findings before wrappers,
     causes before downstream reports; among causes within CONTENDERS of the best, the
     earliest. A possible cause built on supporting lines only is set aside (vetoed) when the
@@ -402,6 +402,11 @@ def rank(scored: list[Candidate], facts: dict, missing: dict, sources: list):
         elif _went_on(primary, sources):
             why_set_aside = (f"Each log goes on for {WENT_ON_LINES} lines or more after these lines "
                              f"without an error, so they did not stop the run")
+    if primary is not None and handled and primary.tier == 0:
+        # the job model read the ranks going on past every error while torchrun reported no
+        # failed worker (job.decide): even a defining line was a handled error there
+        why_set_aside = ("torchrun reports no failed worker and every error is in a rank's own log "
+                         "that goes on after it: the ranks handled these errors")
     if why_set_aside:
         vetoed, primary = primary, None
         vetoed.add("", 0.0, why_set_aside)
@@ -620,7 +625,8 @@ def build_report(index: dict, sources: list, baseline: list | None = None, artif
     for rule in RULES:
         rule.run(sc)
     verdict = sc.verdict
-    primary, alternatives, collateral, vetoed = rank(sc.scored, g.facts, sc.missing, sources)
+    primary, alternatives, collateral, vetoed = rank(sc.scored, g.facts, sc.missing, sources,
+                                                     handled=verdict["job"].get("handled", False))
     # the suspect listed first heads the story: the headline, the verdict and the rank rows follow it
     top = suspects[0] if suspects else None
     first = verdict["job"].get("initiating_attempt", 0)
@@ -813,8 +819,9 @@ def job_verdict(index: dict, sources: list, g: Gathered) -> dict:
         causes = [dict(f, entry=c.id) for c in g.cands.values() if c.tier == 0 for f in c.supporting]
     waiting = {it["rank"] for s in sources for it in s.hang.items
                if it.get("rank_scope") == "global" and it["kind"] in ("watchdog", "gloo", "progress")}
+    banner = any(s.launcher_banner for s in sources)
     return jobmodel.decide([s.job for s in sources], ranks, downstream, world, set(g.ranks), causes, waiting,
-                           {s.order: s.lines for s in sources})
+                           {s.order: s.lines for s in sources}, banner=banner)
 
 
 def finding_rank(f: dict, sources: list):

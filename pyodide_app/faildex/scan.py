@@ -22,6 +22,7 @@ from operator import itemgetter
 from . import context
 from .lines import fold, parse_prefix, strip_ansi
 from .job import JOB_ANCHORS, TRACEBACK_LINES, JobLines
+from .job import LAUNCHER_BANNER as JOB_BANNER
 from .job import WORDS as JOB_WORDS
 from .suspects import FRAME_BYTES, SCAN_ANCHORS, HangLines
 from .suspects import WORDS as HANG_WORDS
@@ -431,6 +432,7 @@ class Source:
         self.pending: list[dict] = []   # findings still waiting for lines after them
         self.ended_cr = False           # the last buffer ended in \r (a \n may follow)
         self.first_lines: list[str] | None = None  # first lines of this scan (parallel merge)
+        self.launcher_banner = False   # torchrun's start-up banner in the head (job.LAUNCHER_BANNER)
         # a range's first lines, which may end a traceback or a launcher report that the
         # range before left open (merge_ranges: JobLines.carry_over)
         self.head_lines: list[str] | None = None
@@ -581,6 +583,7 @@ class Source:
         # Context (versions, launcher) from every line near the start of the input.
         if at < HEAD_BYTES:
             self._head(buf, end)
+            self.launcher_banner = self.launcher_banner or _BANNER in buf[:min(end, HEAD_BYTES - at + len(_BANNER))]
         spans: dict[int, int] = {}   # candidate segment start -> end
         if cr is None:
             cr = b"\r" in buf
@@ -1210,6 +1213,8 @@ class Source:
             self.last_exception = self._later(self._where(line_no, text, meta), start, stop)
 
 
+_BANNER = JOB_BANNER.encode()
+
 # U+FF01..FF3F and U+FF40..FF5E in UTF-8; a regex with one first byte runs at memchr
 # speed, where `in` costs ~1 ns/B for each of the two prefixes
 _FULLWIDTH_RX = re.compile(b"\xef[\xbc\xbd]")
@@ -1516,6 +1521,7 @@ def merge_ranges(parts: list[Source]) -> Source:
         for d in head.pending:
             d["after"] += (part.first_lines or [])[:CONTEXT_LINES - len(d["after"])]
         head.pending = part.pending
+        head.launcher_banner = head.launcher_banner or part.launcher_banner
         shift = head.lines
         head.hang.merge(part.hang, shift)
         head.job.merge(part.job, shift, head.job.carry_over(part.head_lines or [], shift))
