@@ -951,6 +951,40 @@ def test_a_repeated_line_with_escapes_is_counted_by_its_shape(index, monkeypatch
     assert got["primary"]["id"] == "torchrun-rendezvous-timeout"
 
 
+def test_a_shapes_few_signatures_spread_over_many_groups_get_unions_of_their_own(index, monkeypatch, tmp_path):
+    """bench/engine.py --anchor-lines (issue 31): benign lines that each hold "KeyError:" have
+    42 signatures that may match them (Plan.shape_signatures), long ones (24,000 characters
+    of supersets) spread over half of the RE2 groups: the block of such lines was searched
+    with 18 group unions (11 MB/s). Unions of these signatures alone are 5: fewer regexes
+    searched, and the report is the one of reading every line, with the real KeyError line
+    among them found."""
+    pytest.importorskip("re2")
+    from bench.engine import anchor_line_file
+    from faildex import scan
+
+    _prefilter("re2", monkeypatch)
+    path = tmp_path / "keyerror.log"
+    anchor_line_file(path, "KeyError:", 600_000, seed=3)
+    lines = path.read_bytes().splitlines(keepends=True)
+    # torchrun without LOCAL_RANK in the environment (entries/elastic/launcher-local-rank-arg)
+    real = b"KeyError: 'LOCAL_RANK'\n"
+    path.write_bytes(b"".join(lines[:3000]) + real + b"".join(lines[3000:]) + TIMEOUT_LINE.encode())
+    plan = scan.plan_for(index)
+    shape = lines[0].rstrip(b"\n").translate(None, scan._SHAPE_DELETE)
+    ids = plan.shape_signatures(shape)
+    groups = plan.signature_groups()
+    touched = {groups[n] for n in ids if n in groups}
+    searched = []
+    original = scan._block_lines
+    monkeypatch.setattr(scan, "_block_lines", lambda union, block, ls: searched.append(len(union)) or original(union, block, ls))
+    got = diagnose([str(path)], index)
+    assert searched and max(searched) < len(touched) / 2, (searched, len(touched))
+    assert any(f["text"].startswith("KeyError: 'LOCAL_RANK'") for f in got["evidence"]) or \
+        "launcher-local-rank-arg" in [got["primary"]["id"]] + [a["id"] for a in got["alternatives"]]
+    monkeypatch.setattr(scan, "REPEAT_MIN", 10 ** 9)
+    assert diagnose([str(path)], index) == got
+
+
 def test_skipped_lines_still_give_the_ranks_and_the_time_a_finding_inherits(index, monkeypatch):
     """A skipped candidate line is still read for its origin (Source._origin): every one until
     ORIGIN_QUIET in a row name no new rank or host, then one in ORIGIN_SAMPLE, and always the

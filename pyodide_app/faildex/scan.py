@@ -256,17 +256,25 @@ class Plan:
 
     def signature_union(self, ids: frozenset) -> list | None:
         """(?m) regexes of the supersets of these signatures that together match, in a block
-        of lines, at least wherever one of them matches a line: where RE2 is installed, one
-        union of them, or where they pass UNION_CHARS, the union of each group of
-        signatures (signature_groups) that holds one of them (its other signatures only add
-        lines to read); with the standard library, one per leading literal, written as the
+        of lines, at least wherever one of them matches a line: where RE2 is installed, their
+        unions of UNION_CHARS at most, or, where that would take more than half as many
+        unions as there are groups of signatures (signature_groups) holding one of them, the
+        union of each such group (its other signatures only add lines to read); with the
+        standard library, one per leading literal, written as the
         literal and an alternation of the rests (sre scans for a literal prefix, where a
         union of alternatives is tried at every position). None when a signature has no
         superset or a regex does not compile."""
-        if self._re2 is not None and self.union_chars(ids) > UNION_CHARS:
+        chars = self.union_chars(ids) if self._re2 is not None else 0
+        touched = None
+        if chars > UNION_CHARS:
             groups = self.signature_groups()
+            touched = sorted({groups[n] for n in ids if n in groups})
+        # the groups, unless unions of these signatures alone (compiled on first use, ~1 ms
+        # each) are far fewer: a line shape's 42 signatures of 575 characters each ("KeyError:")
+        # spread over 18 of the 36 groups, and make 5 unions of their own
+        if touched is not None and -(-chars // UNION_CHARS) * 2 > len(touched):
             union = []
-            for g in sorted({groups[n] for n in ids if n in groups}):
+            for g in touched:
                 part = self._group_union(g)
                 if part is None:
                     return None
@@ -280,7 +288,15 @@ class Plan:
             if None not in patterns and patterns:
                 try:
                     if self._re2 is not None:
-                        union = [_re2_compile(self._re2, ("(?m)" + "|".join(f"(?:{p})" for p in sorted(patterns))).encode())]
+                        union, part, size = [], [], 0       # (each UNION_CHARS at most)
+                        for p in sorted(patterns):
+                            if part and size + len(p) > UNION_CHARS:
+                                union.append(part)
+                                part, size = [], 0
+                            part.append(p)
+                            size += len(p)
+                        union = [_re2_compile(self._re2, ("(?m)" + "|".join(f"(?:{p})" for p in ps)).encode(),
+                                              GROUP_MAX_MEM) for ps in union + [part]]
                     else:
                         groups: dict[str, list[str]] = {}
                         for p in sorted(patterns):
