@@ -127,8 +127,9 @@ def diagnoser_step(b) -> None:
     from .index import cached_index_path
     entries = [v.entry for v in b.entries]
     # the checkout's compiled index when it is current (the CLI's and the tests' own), else
-    # compiled now and kept in b.root/.cache/
-    index = json.loads(cached_index_path(b.root).read_text(encoding="utf-8"))
+    # compiled now, in a process of its own, and kept in b.root/.cache/; shipped as written
+    index_text = cached_index_path(b.root, child=True).read_text(encoding="utf-8")
+    digest = json.loads(index_text).get("digest", "")
     code = Path(__file__).resolve().parent.parent   # this checkout: engine, web files, npm
     wheel = engine_wheel(code)
     pyodide_src = code / "node_modules" / "pyodide"
@@ -144,12 +145,12 @@ def diagnoser_step(b) -> None:
     for p in sorted((code / "pyodide_app" / "web").glob("*")):
         if p.is_file() and p.name != "sw.js":   # sw.js goes to the site's root (offline_step)
             b.add_file(f"assets/faildex/{p.name}", p)
-    b.add_text("assets/faildex/index.json", json.dumps(index, sort_keys=True, separators=(",", ":")))
+    b.add_text("assets/faildex/index.json", index_text)
     b.add_text("assets/faildex/examples.json", json.dumps(example_logs(entries), ensure_ascii=False))
     version = json.loads((pyodide_src / "package.json").read_text())["version"]
     b.add_text("assets/faildex/manifest.json", json.dumps({
         "wheel": wheel.name, "snapshot": snapshot.name, "index": "index.json", "examples": "examples.json",
-        "pyodide": version, "index_digest": index.get("digest", ""),
+        "pyodide": version, "index_digest": digest,
         "new_entry": new_entry_target()}, indent=1))
 
 
