@@ -13,7 +13,8 @@ Debian's Chromium (Playwright), and measures in one run:
   * the native CLI on the same file, with one process and with one per core;
 and prints the ratios. Both sides take their best of two runs (--scans for the page;
 the first scan in a fresh page, the one a reader waits for, is printed too).
-Targets (issue 4): ready < 4 s; browser >= half the CLI.
+Targets: ready <= 2 s on loopback and a click made at once answered <= 2 s later (issue 31;
+issue 4 asked < 4 s); the browser >= half the CLI once its workers are warm.
 
     python bench/browser.py --cold-only
 
@@ -195,8 +196,8 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=3, help="cold starts to measure")
     ap.add_argument("--scans", type=int, default=2, help="scans of the log in one page; the best is "
                     "compared with the CLI's best of two")
-    ap.add_argument("--profile", choices=sorted(PROFILES), help="a realistic mix from bench/profiles.py "
-                    "(default: bench/loggen.py's mix)")
+    ap.add_argument("--profile", choices=sorted(PROFILES) + ["anchor-mix"], help="a realistic mix from "
+                    "bench/profiles.py, or bench/engine.py's anchor-mix (default: bench/loggen.py's mix)")
     ap.add_argument("--cold-only", action="store_true", help="only cold starts: loopback and 10 Mbit/s, "
                     "plain and precompressed (.br/.gz)")
     args = ap.parse_args()
@@ -210,7 +211,10 @@ def main() -> int:
     index = site / "assets" / "faildex" / "index.json"
     entries = json.loads(index.read_text())["entries"]
     log = work / "bench.log"
-    if args.profile:
+    if args.profile == "anchor-mix":
+        from bench.engine import anchor_mix_file
+        failures = anchor_mix_file(log, json.loads(index.read_text()), parse_size(args.size), seed=0)
+    elif args.profile:
         failures = generate_profile(log, args.profile, parse_size(args.size), seed=0)
     else:
         failures = [f for f in ("cuda-out-of-memory", "nccl-watchdog-timeout", "elastic-child-failed")
@@ -269,7 +273,7 @@ def main() -> int:
     b_mbs, one_mbs, many_mbs = mb / page_s, mb / one, mb / many
     print(f"log: {mb:.0f} MB with {', '.join(failures)}; browser primary={primary}")
     print(f"cold start to ready: {', '.join(f'{s:.0f}' for s in starts)} ms "
-          f"(median {sorted(starts)[len(starts) // 2]:.0f} ms; target < 4000)")
+          f"(median {sorted(starts)[len(starts) // 2]:.0f} ms; target <= 2000, issue 31)")
     print(f"browser           : {page_s:6.2f} s {b_mbs:7.1f} MB/s, best of {len(scans)} scans ({workers} Pyodide "
           f"worker(s); Python in the main one: {engine_s:.2f} s; {wall:.2f} s from Playwright's click to its "
           f"seeing the report); each scan: {', '.join(f'{s:.2f}' for s, _, _ in scans)} s")
