@@ -851,7 +851,9 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
     if srun:
         job["srun_exits"] = srun[:16]
 
-    # 1. a line names the rank (a check, NCCL RAS); 2. ranks that failed on their own
+    # 1. a line names the rank (a check, NCCL RAS, a store key nobody set); 2. ranks that
+    # failed on their own
+    now = now + _store_key_names(now, known, coll)
     suspects, named = _named_suspects(now, res, job)
     if own:
         suspects += _own_suspects(own, coll, named, res)
@@ -905,6 +907,40 @@ def _cut_off(e: dict, lines: dict) -> bool:
             and lines.get(e["order"], 0) - e["line"] <= CUT_TRACEBACK_LINES)
 
 
+# TCPStore's wait (TCPStore.cpp: "wait timeout after <ms>ms, keys: <the keys waited for>").
+# Gloo's rendezvous waits for each peer's address under ".../<device>//<n>/<rank>" (a rank
+# that never reached init_process_group); a program's own key often ends in the rank it
+# waits for ("ready_2"). One key waited for names the rank that never set it
+_STORE_WAIT = re.compile(r"wait timeout after \d+ ?ms, keys: (?P<keys>\S+(?:, \S+)*)")
+_KEY_RANK = re.compile(r"(?://(?:cpu|cuda)//\d+/|[_/:.-])(?P<rank>\d{1,6})$")
+
+
+def _store_key_names(now: list[dict], known: set, coll: dict) -> list[dict]:
+    """"named" events for the one rank the store keys that ranks timed out waiting for name,
+    when every such wait names a single key and all of them the same rank, one that did not
+    itself time out waiting."""
+    named, lines = set(), []
+    for e in now:
+        m = _STORE_WAIT.search(e["text"] + " " + (e.get("msg") or "")) if e["kind"] == "error" else None
+        if m is None:
+            continue
+        keys = m.group("keys").split(", ")
+        r = _KEY_RANK.search(keys[0]) if len(keys) == 1 else None
+        if r is None:
+            return []           # a wait for several keys, or one that names no rank: no telling
+        named.add(int(r.group("rank")))
+        lines.append(e)
+    if len(named) != 1:
+        return []
+    rank = named.pop()
+    waiters = {e.get("grank") for e in lines} - {None}
+    if rank in waiters or (known and rank > max(known) + 1) or rank in coll and rank not in waiters and coll[rank]["collateral"] == "waited":
+        return []
+    e = lines[0]
+    return [dict(e, kind="named", ranks=[rank], how="store key",
+                 key=m.group("keys") if (m := _STORE_WAIT.search(e["text"] + " " + (e.get("msg") or ""))) else "")]
+
+
 def _named_suspects(now: list[dict], res: "_Resolver", job: dict) -> tuple[list[dict], dict]:
     """Step 1 of decide: ranks a line names (a monitored barrier, the collective-mismatch
     check's minority, NCCL RAS). Returns the suspects and rank -> the lines that name it."""
@@ -941,6 +977,14 @@ def _named_suspects(now: list[dict], res: "_Resolver", job: dict) -> tuple[list[
                     job["mismatch_pair"] = [rc["rank"], next(o for o in ops if o != rc["rank"])]
     for r, evs in sorted(named.items()):
         how = evs[0].get("how", "collective-mismatch check")
+        if how == "store key":
+            waiters = sorted({x["grank"] for x in evs if x.get("grank") is not None})
+            suspects.append(_suspect(r, "named", res, evs[:2],
+                                     f"rank {r} never set the store key {evs[0]['key']} that "
+                                     + (f"{_ranks_text(waiters)} timed out waiting for" if waiters else
+                                        "the others timed out waiting for")
+                                     + " (it never got there: stuck, slow or gone before it)"))
+            continue
         suspects.append(_suspect(r, "named", res, evs[:2],
                                  f"rank {r} is named by {'a monitored barrier' if how == 'monitoredBarrier' else 'the collective-mismatch check'} "
                                  f"({evs[0]['text'][:160].strip()})"))
@@ -1355,6 +1399,8 @@ def _verdict(suspects: list[dict], job: dict, coll: dict, own: dict, own_logs: s
     elif top["kind"] == "op-mismatch":
         how = top["why"].split(" (their tracebacks)")[0].replace(f"rank {top['rank']} ", "it ", 1)
         s = f"Rank {top['rank']}{where} ran another collective than its peers{attempt}: {how}; they then failed waiting for it"
+    elif top["kind"] == "named" and top["why"].startswith(f"rank {top['rank']} never set the store key"):
+        s = f"Rank {top['rank']}{where}{attempt}" + top["why"][len(f"rank {top['rank']}"):]
     elif top["kind"] == "named":
         s = f"Rank {top['rank']}{where} is the one the job's own check names{attempt}: {top['why']}"
     else:
