@@ -17,7 +17,7 @@ set -e
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-.venv/bin/python}
 M="$PY catalog/mine.py"
-[ -n "$NCCL_GIT" ] && $M nccl --fresh --git "$NCCL_GIT" --tags v2.18.6-1 v2.21.5-1 v2.23.4-1 v2.26.2-1 v2.27.7-1 v2.28.9-1 v2.29.7-1 v2.30.7-1
+[ -n "$NCCL_GIT" ] && $M nccl --fresh --git "$NCCL_GIT" --tags v2.10.3-1 v2.12.12-1 v2.14.3-1 v2.16.5-1 v2.18.6-1 v2.21.5-1 v2.23.4-1 v2.26.2-1 v2.27.7-1 v2.28.9-1 v2.29.7-1 v2.30.7-1
 [ -n "$GLOO_GIT" ] && $M gloo --fresh --git "$GLOO_GIT"
 # the PyTorch releases go into one file, oldest first: the first run starts it empty, the
 # others merge (a template keeps its mapping and widens its range)
