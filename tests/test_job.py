@@ -146,6 +146,31 @@ def test_errors_every_rank_went_on_from_under_a_quiet_launcher_are_no_failure(in
     assert not alone["job"].get("handled")
 
 
+@pytest.mark.parametrize("log,key,waiters", [
+    ("store-init-rank2.log", "/default_pg/0//cpu//0/2", "the others"),
+    ("store-get-rank2.log", "/default_pg/0//ready_2", "rank 1"),
+])
+def test_a_store_key_the_others_waited_for_names_the_rank_that_never_set_it(index, log, key, waiters):
+    # tests/data/job/make_store_wait.py: rank 2 never reaches init_process_group (Gloo's
+    # rendezvous key of its address), or never sets the program's "ready_2"; torchrun's Root
+    # Cause block names a rank that only waited
+    r = diagnose([str(JOB / log)], index)
+    assert (first(r)["rank"], first(r)["kind"]) == (2, "named")
+    assert r["verdict"].startswith(f"Rank 2 never set the store key {key} that {waiters} timed out waiting for")
+    assert r["job"]["launcher_root_cause"]["rank"] != 2
+
+
+def test_a_store_wait_for_several_keys_names_no_one(index, tmp_path):
+    # the same wait listing every rank's key (store.wait on all of them) cannot say which is
+    # missing: the line of the get run rewritten as such a wait names no rank
+    text = (JOB / "store-get-rank2.log").read_text()
+    many = ", ".join(f"/default_pg/0//ready_{i}" for i in range(4))
+    assert "keys: /default_pg/0//ready_2" in text
+    (tmp_path / "wait-all.log").write_text(text.replace("keys: /default_pg/0//ready_2", "keys: " + many))
+    r = diagnose([str(tmp_path / "wait-all.log")], index)
+    assert not [s for s in r["suspects"] if s["kind"] == "named"]
+
+
 def test_a_victims_report_and_a_cut_traceback_name_no_one(index, tmp_path):
     # dev-7 a004 (OpenNMT-tf under Horovod, mpirun --tag-output): rank 3 prints Horovod's
     # shut-down status, a report that another rank raised or finished; rank 2's traceback is

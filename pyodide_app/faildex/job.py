@@ -853,7 +853,8 @@ def decide(jobs: list[JobLines], source_ranks: dict, downstream_lines: set, worl
 
     # 1. a line names the rank (a check, NCCL RAS, a store key nobody set); 2. ranks that
     # failed on their own
-    now = now + _store_key_names(now, known, coll)
+    if not own:         # (a rank's own failure says more than a key it did not set)
+        now = now + _store_key_names(now, known, coll)
     suspects, named = _named_suspects(now, res, job)
     if own:
         suspects += _own_suspects(own, coll, named, res)
@@ -909,10 +910,11 @@ def _cut_off(e: dict, lines: dict) -> bool:
 
 # TCPStore's wait (TCPStore.cpp: "wait timeout after <ms>ms, keys: <the keys waited for>").
 # Gloo's rendezvous waits for each peer's address under ".../<device>//<n>/<rank>" (a rank
-# that never reached init_process_group); a program's own key often ends in the rank it
-# waits for ("ready_2"). One key waited for names the rank that never set it
+# that never reached init_process_group); a program's own key often ends in "_<rank>"
+# ("ready_2"). One key waited for names the rank that never set it. Other keys that end in
+# a number are no rank's: torchelastic's per-agent and per-round keys ("/<n>", ".<n>")
 _STORE_WAIT = re.compile(r"wait timeout after \d+ ?ms, keys: (?P<keys>\S+(?:, \S+)*)")
-_KEY_RANK = re.compile(r"(?://(?:cpu|cuda)//\d+/|[_/:.-])(?P<rank>\d{1,6})$")
+_KEY_RANK = re.compile(r"(?://(?:cpu|cuda)//\d+/|_)(?P<rank>\d{1,6})$")
 
 
 def _store_key_names(now: list[dict], known: set, coll: dict) -> list[dict]:
@@ -923,6 +925,8 @@ def _store_key_names(now: list[dict], known: set, coll: dict) -> list[dict]:
     for e in now:
         m = _STORE_WAIT.search(e["text"] + " " + (e.get("msg") or "")) if e["kind"] == "error" else None
         if m is None:
+            if e["kind"] in ("error", "fatal") and not _is_collateral(e["text"] + " " + (e.get("msg") or "")):
+                return []       # some rank failed on its own, even one the lines do not name (sealed-e e10)
             continue
         keys = m.group("keys").split(", ")
         r = _KEY_RANK.search(keys[0]) if len(keys) == 1 else None
