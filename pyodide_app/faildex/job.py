@@ -918,14 +918,15 @@ _KEY_RANK = re.compile(r"(?://(?:cpu|cuda)//\d+/|_)(?P<rank>\d{1,6})$")
 
 
 def _store_key_names(now: list[dict], known: set, coll: dict) -> list[dict]:
-    """"named" events for the one rank the store keys that ranks timed out waiting for name,
-    when every such wait names a single key and all of them the same rank, one that did not
-    itself time out waiting."""
-    named, lines = set(), []
+    """A "named" event for the one rank that the store keys ranks timed out waiting for
+    name, when every such wait is for a single key, all of them that rank's, and the rank
+    did not time out waiting itself; none when any rank failed on its own."""
+    named, waits = set(), []
     for e in now:
-        m = _STORE_WAIT.search(e["text"] + " " + (e.get("msg") or "")) if e["kind"] == "error" else None
+        text = e["text"] + " " + (e.get("msg") or "")
+        m = _STORE_WAIT.search(text) if e["kind"] == "error" else None
         if m is None:
-            if e["kind"] in ("error", "fatal") and not _is_collateral(e["text"] + " " + (e.get("msg") or "")):
+            if e["kind"] in ("error", "fatal") and not _is_collateral(text):
                 return []       # some rank failed on its own, even one the lines do not name (sealed-e e10)
             continue
         keys = m.group("keys").split(", ")
@@ -933,16 +934,15 @@ def _store_key_names(now: list[dict], known: set, coll: dict) -> list[dict]:
         if r is None:
             return []           # a wait for several keys, or one that names no rank: no telling
         named.add(int(r.group("rank")))
-        lines.append(e)
+        waits.append((e, keys[0]))
     if len(named) != 1:
         return []
     rank = named.pop()
-    waiters = {e.get("grank") for e in lines} - {None}
-    if rank in waiters or (known and rank > max(known) + 1) or rank in coll and rank not in waiters and coll[rank]["collateral"] == "waited":
+    waited = {e.get("grank") for e, _ in waits} | {r for r, e in coll.items() if e["collateral"] == "waited"}
+    if rank in waited or (known and rank > max(known) + 1):
         return []
-    e = lines[0]
-    return [dict(e, kind="named", ranks=[rank], how="store key",
-                 key=m.group("keys") if (m := _STORE_WAIT.search(e["text"] + " " + (e.get("msg") or ""))) else "")]
+    e, key = waits[0]
+    return [dict(e, kind="named", ranks=[rank], how="store key", key=key)]
 
 
 def _named_suspects(now: list[dict], res: "_Resolver", job: dict) -> tuple[list[dict], dict]:
