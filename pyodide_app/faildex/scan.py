@@ -261,7 +261,7 @@ class Plan:
                 n for cut in cuts for a in self._cut_anchors[cut] for n, *_ in self.sigs_by_anchor[a])
         return ids
 
-    def signature_union(self, ids: frozenset) -> list | None:
+    def signature_union(self, ids: frozenset, repeated: bool = False) -> list | None:
         """(?m) regexes of the supersets of these signatures that together match, in a block
         of lines, at least wherever one of them matches a line: where RE2 is installed, their
         unions of UNION_CHARS at most, or, where that would take more than half as many
@@ -276,10 +276,13 @@ class Plan:
         if chars > UNION_CHARS:
             groups = self.signature_groups()
             touched = sorted({groups[n] for n in ids if n in groups})
-        # the groups, unless unions of these signatures alone (compiled on first use, ~1 ms
-        # each) are far fewer: a line shape's 42 signatures of 575 characters each ("KeyError:")
-        # spread over 18 of the 36 groups, and make 5 unions of their own
-        if touched is not None and -(-chars // UNION_CHARS) * 2 > len(touched):
+        # the groups, unless these are the signatures of lines of a few repeated shapes (a
+        # block the size of a buffer, where each union searched costs) and unions of them
+        # alone (compiled on first use, ~1 ms each) are far fewer: the 42 signatures of 575
+        # characters each of a line holding "KeyError:" spread over 18 of the 36 groups, and
+        # make 5 of their own. (For varied lines, whose sets of signatures keep changing, own
+        # unions made bench/engine.py's anchor-mix take 401 MB on three processes, not 285.)
+        if touched is not None and (not repeated or -(-chars // UNION_CHARS) * 2 > len(touched)):
             union = []
             for g in touched:
                 part = self._group_union(g)
@@ -288,7 +291,7 @@ class Plan:
                 union.append(part)
             return union or None
         if ids not in self._unions:
-            if len(self._unions) >= 64:
+            if len(self._unions) >= UNIONS_KEPT:
                 self._unions.clear()
             patterns = {self._superset(n) for n in ids}
             union = None
@@ -854,7 +857,7 @@ class Source:
         checked = [_checked_form(ln) for ln in masked.lines]
         block = b"\n".join(checked)
         ids = plan.block_signatures(set(masked.shapes), block)
-        union = plan.signature_union(ids) if ids else None
+        union = plan.signature_union(ids, repeated=True) if ids else None
         maybe: set[int] = set()
         if ids and union is None:
             maybe = set(range(len(masked.starts)))
@@ -917,7 +920,7 @@ class Source:
             plan = self.plan
             block = b"\n".join(check_segs)
             ids = plan.block_signatures({shapes[s] for s in check}, block)
-            union = plan.signature_union(ids) if ids else None
+            union = plan.signature_union(ids, repeated=True) if ids else None
             if union is None:
                 return shapes, set(check) if ids else maybe
             maybe = {check[k] for k in _block_lines(union, block, check_segs)}
@@ -1596,6 +1599,10 @@ def merge_ranges(parts: list[Source]) -> Source:
 # skipped. Such lines' origins (time, host, rank) are read as skipped lines' are: each
 # until ORIGIN_QUIET in a row name nothing new, then about one in ORIGIN_SAMPLE.
 UNION_CHARS = 6000     # characters of supersets in one RE2 union (Plan.signature_groups)
+# sets of signatures whose unions are kept compiled (signature_union): RE2 unions of their own
+# hold memory (64 kept: bench/engine.py's anchor-mix, 105 MB, 416 MB on three processes; 16:
+# 360 MB, 0.2 s slower; the session before own unions: 281 MB)
+UNIONS_KEPT = 16
 GROUP_MAX_MEM = 8 << 20   # RE2's default DFA budget for a group's union (2 MB ran out on the anchor-mix)
 DENSE_MIN_BYTES = 256 << 10   # a smaller buffer is scanned as it is
 DENSE_PROBE = 64 << 10   # bytes of a buffer's start looked at to decide
