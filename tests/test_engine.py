@@ -1279,7 +1279,7 @@ def _force_repeats(monkeypatch, scan, on: bool) -> None:
     """Shapes from the first reader line of any buffer, inert after two reads, buffers blanked
     when a quarter of their start is of inert shapes, slices of 4 KB (on); or never."""
     if on:
-        for k, v in dict(REPEAT_MIN=1, REPEAT_READS=2, DENSE_MIN_BYTES=0, SCAN_SLICE=4096).items():
+        for k, v in dict(REPEAT_MIN=1, REPEAT_READS=2, DENSE_MIN_BYTES=0, SCAN_SLICE=4096, FIRST_SLICE=4096).items():
             monkeypatch.setattr(scan, k, v)
     else:
         monkeypatch.setattr(scan, "REPEAT_MIN", 10 ** 9)

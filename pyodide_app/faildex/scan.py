@@ -62,6 +62,7 @@ REWRITTEN = ("\x1b", "\\", '{"')
 # A buffer with at least this many candidate lines sorts them in bulk (Source._live)
 BULK_LINES = 16
 SCAN_SLICE = 1 << 20      # a chunk is scanned in slices of about this size (Source._scan)
+FIRST_SLICE = 1 << 17     # the first one while no line shape is known to be inert
 SAMPLE_BYTES = 1 << 16   # of the candidates, to choose the live passes' key bytes
 # How skipped lines are read for their origin (_origin): every one until ORIGIN_QUIET in a
 # row name no new host or rank, then one in ORIGIN_SAMPLE lines, the gap doubling after each
@@ -584,7 +585,11 @@ class Source:
         at = self.offset + self.bytes - len(buf)     # where buf starts in the input
         lo = 0
         while end - lo > 2 * SCAN_SLICE and (lo == 0 or self._repeat):
-            hi = buf.rfind(b"\n", lo + SCAN_SLICE // 2, lo + SCAN_SLICE) + 1
+            # while no shape is inert yet, a first slice of FIRST_SLICE: what it teaches serves
+            # the rest of the buffer sooner (a file of one benign line type holding "KeyError:"
+            # scanned its first 1 MB line by line: ~0.1 s of 0.4)
+            size = FIRST_SLICE if lo == 0 and not self._inert else SCAN_SLICE
+            hi = buf.rfind(b"\n", lo + size // 2, lo + size) + 1
             if hi == 0:
                 break
             self._scan_slice(buf[lo:hi], hi - lo, False, cr, at + lo)
