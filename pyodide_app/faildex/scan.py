@@ -281,8 +281,8 @@ class Plan:
         # block the size of a buffer, where each union searched costs) and unions of them
         # alone (compiled on first use, ~1 ms each) are far fewer: the 42 signatures of 575
         # characters each of a line holding "KeyError:" spread over 18 of the 36 groups, and
-        # make 5 of their own. (For varied lines, whose sets of signatures keep changing, own
-        # unions made bench/engine.py's anchor-mix take 401 MB on three processes, not 285.)
+        # make 5 of their own. (Varied lines' sets of signatures keep changing: there the
+        # groups, compiled once, serve; the memory own unions hold is bounded by UNIONS_KEPT.)
         if touched is not None and (not repeated or -(-chars // UNION_CHARS) * 2 > len(touched)):
             union = []
             for g in touched:
@@ -524,7 +524,7 @@ class Source:
             else:
                 self.carry = buf
             return
-        head = _readable(buf[:cut])
+        head = _readable(buf[:cut]) if b"\\u" in buf or _FULLWIDTH_RX.search(buf) else None
         if head is not None:
             self._scan(head + buf[cut:], len(head), final=False, cr=cr)
         else:
@@ -614,7 +614,7 @@ class Source:
         # Context (versions, launcher) from every line near the start of the input.
         if at < HEAD_BYTES:
             self._head(buf, end)
-            self.launcher_banner = self.launcher_banner or _BANNER in buf[:min(end, HEAD_BYTES - at + len(_BANNER))]
+            self.launcher_banner = self.launcher_banner or buf.find(_BANNER, 0, min(end, HEAD_BYTES - at + len(_BANNER))) >= 0
         spans: dict[int, int] = {}   # candidate segment start -> end
         if cr is None:
             cr = b"\r" in buf
