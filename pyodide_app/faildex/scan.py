@@ -16,8 +16,8 @@ import os
 import re
 from bisect import bisect_right
 from collections import Counter
-from itertools import accumulate
-from operator import itemgetter
+from itertools import accumulate, compress, repeat
+from operator import add, itemgetter, sub
 
 from . import context
 from .lines import fold, parse_prefix, strip_ansi
@@ -88,6 +88,8 @@ REPEAT_READS = 16
 REPEAT_SHAPES = 4096      # shapes remembered per input
 REPEAT_LINE = 1024        # a longer line is always read
 _SHAPE_DELETE = b"0123456789abcdefABCDEF"
+_RUNS = re.compile(b"\x01+")      # runs of blanked lines among a buffer's (Source._mask)
+_SPACES = b" " * (1 << 20)
 
 _CONTROL = bytes(b for b in range(32) if b not in (9, 10, 12, 13, 27)) + b"\x7f"
 
@@ -170,6 +172,9 @@ class Plan:
         self._dense_checks: dict[tuple, DenseChecks] = {}
         self.signatures = index["signatures"]
         self._unions: dict[frozenset, object] = {}     # signature_union's memo (the stdlib)
+        self._reader_cuts: dict[frozenset, tuple] = {}
+        self._alternative_cuts: dict[int, list] = {}
+        self._literal_cuts: dict[int, bytes] = {}
         self._groups: dict[int, int] | None = None     # signature_groups
         self._group_members: list[list[int]] = []
         self._group_unions: dict[int, object] = {}
@@ -233,12 +238,24 @@ class Plan:
                 return False
         return True
 
-    def block_signatures(self, shapes, block: bytes) -> frozenset:
+    def block_signatures(self, shapes, block: bytes, plain: bool = False) -> frozenset:
         """The signatures lines of these shapes may hold an anchor of (shape_signatures); for
         the standard library's regex, only those whose literal is in block (a signature
         matches only a line that holds its literal): sre tries every alternative of a union
-        at each position, where RE2's DFA runs them at once."""
-        return self.present_signatures(frozenset().union(*map(self.shape_signatures, shapes)), block)
+        at each position, where RE2's DFA runs them at once. plain: block is the lines of
+        these shapes as they are, and the literals' cuts are looked for in the shapes."""
+        ids = frozenset().union(*map(self.shape_signatures, shapes))
+        if plain and self._re2 is None and len(shapes) <= SHAPES_FILTERED:
+            joined = b"\n".join(shapes)
+            return frozenset(n for n in ids if self._literal_cut(n) in joined)
+        return self.present_signatures(ids, block)
+
+    def _literal_cut(self, n: int) -> bytes:
+        """Signature n's literal as it is in a line's shape (REPEAT_NOTE)."""
+        cut = self._literal_cuts.get(n)
+        if cut is None:
+            cut = self._literal_cuts[n] = (self.signatures[n]["literal"] or "").encode().translate(None, _SHAPE_DELETE)
+        return cut
 
     def present_signatures(self, ids: frozenset, block: bytes) -> frozenset:
         """Of these signatures, those that may match in block: all of them for RE2; for the
@@ -262,7 +279,7 @@ class Plan:
                 n for cut in cuts for a in self._cut_anchors[cut] for n, *_ in self.sigs_by_anchor[a])
         return ids
 
-    def signature_union(self, ids: frozenset, repeated: bool = False) -> list | None:
+    def signature_union(self, ids: frozenset, repeated: bool = False, shapes=None) -> list | None:
         """(?m) regexes of the supersets of these signatures that together match, in a block
         of lines, at least wherever one of them matches a line: where RE2 is installed, their
         unions of UNION_CHARS at most, or, where that would take more than half as many
@@ -271,8 +288,12 @@ class Plan:
         standard library, one per leading literal, written as the
         literal and an alternation of the rests (sre scans for a literal prefix, where a
         union of alternatives is tried at every position). None when a signature has no
-        superset or a regex does not compile."""
-        chars = self.union_chars(ids) if self._re2 is not None else 0
+        superset or a regex does not compile. shapes: those of the block's lines, when its
+        lines are searched as they are (the standard library then leaves out the
+        alternatives no line of these shapes can hold: _stdlib_union)."""
+        if self._re2 is None:
+            return self._stdlib_union(ids, shapes)
+        chars = self.union_chars(ids)
         touched = None
         if chars > UNION_CHARS:
             groups = self.signature_groups()
@@ -298,27 +319,59 @@ class Plan:
             union = None
             if None not in patterns and patterns:
                 try:
-                    if self._re2 is not None:
-                        union, part, size = [], [], 0       # (each UNION_CHARS at most)
-                        for p in sorted(patterns):
-                            if part and size + len(p) > UNION_CHARS:
-                                union.append(part)
-                                part, size = [], 0
-                            part.append(p)
-                            size += len(p)
-                        union = [_re2_compile(self._re2, ("(?m)" + "|".join(f"(?:{p})" for p in ps)).encode(),
-                                              GROUP_MAX_MEM) for ps in union + [part]]
-                    else:
-                        groups: dict[str, list[str]] = {}
-                        for p in sorted(patterns):
-                            lead = _leading_literal(p)
-                            groups.setdefault(lead, []).append(p[len(lead):])
-                        union = [re.compile(("(?m)" + re.escape(lead) + "(?:" + "|".join(f"(?:{r})" for r in rests) + ")").encode())
-                                 for lead, rests in groups.items()]
-                except Exception:    # re2.error, re.error
+                    union, part, size = [], [], 0       # (each UNION_CHARS at most)
+                    for p in sorted(patterns):
+                        if part and size + len(p) > UNION_CHARS:
+                            union.append(part)
+                            part, size = [], 0
+                        part.append(p)
+                        size += len(p)
+                    union = [_re2_compile(self._re2, ("(?m)" + "|".join(f"(?:{p})" for p in ps)).encode(),
+                                          GROUP_MAX_MEM) for ps in union + [part]]
+                except Exception:    # re2.error
                     union = None
             self._unions[ids] = union
         return self._unions[ids]
+
+    def _stdlib_union(self, ids: frozenset, shapes) -> list | None:
+        """signature_union for the standard library's regex: one regex per leading literal of
+        the alternatives of these signatures' supersets (a family signature's superset is an
+        alternation, "Error: (?:If ... |Expected ...|...)": as one regex sre tried each branch
+        at every position, ~9 ns a byte, and at every "Error: " of a line holding "KeyError:"),
+        bytes.find hopping to each literal (_Led). Given shapes (at most SHAPES_FILTERED), the
+        alternatives whose required text is in none of them are left out (REPEAT_NOTE: a line
+        holding a text has that text's cut in its shape). Compiled on first use."""
+        alts = []
+        for n in sorted(ids):
+            if self._superset(n) is None:
+                return None
+            alts += self.alternative_cuts(n)
+        if shapes is not None and len(shapes) <= SHAPES_FILTERED:
+            joined = b"\n".join(shapes)
+            alts = [a for a in alts if not a[2] or a[2] in joined]
+        key = frozenset((lead, rest) for lead, rest, _ in alts)
+        union = self._unions.get(key)
+        if union is None:
+            if len(self._unions) >= UNIONS_KEPT:
+                self._unions.clear()
+            groups: dict[str, list[str]] = {}
+            for lead, rest, _ in sorted(alts):
+                groups.setdefault(lead, []).append(rest)
+            union = self._unions[key] = [
+                _Led(lead.encode(), "(?m)" + re.escape(lead) + "(?:" + "|".join(f"(?:{r})" for r in rests) + ")")
+                for lead, rests in groups.items()]
+        return union or [_NEVER]
+
+    def alternative_cuts(self, n: int) -> list[tuple[str, str, bytes]]:
+        """Signature n's superset as alternatives (_alternatives), each (its leading
+        literal, the rest, the shape cut of the longest text every match of it holds)."""
+        alts = self._alternative_cuts.get(n)
+        if alts is None:
+            alts = self._alternative_cuts[n] = []
+            for a in _alternatives(self._superset(n)):
+                lead = _leading_literal(a)
+                alts.append((lead, a[len(lead):], _required_text(a).encode().translate(None, _SHAPE_DELETE)))
+        return alts
 
     def signature_groups(self) -> dict[int, int]:
         """Signature -> its group: the signatures in index order, cut where the group's
@@ -376,6 +429,16 @@ class Plan:
             except Exception:    # re2.error
                 self._dense_checks[key] = None
         return self._dense_checks[key]
+
+    def reader_cuts(self, reader: frozenset) -> tuple:
+        """The readers' words as they are in a line's shape (REPEAT_NOTE): a line that holds
+        one has its cut in its shape (an empty cut is in every shape)."""
+        cuts = self._reader_cuts.get(reader)
+        if cuts is None:
+            if len(self._reader_cuts) >= 16:
+                self._reader_cuts.clear()
+            cuts = self._reader_cuts[reader] = tuple({w.translate(None, _SHAPE_DELETE) for w in reader})
+        return cuts
 
     def reader_words(self, facts: dict) -> frozenset:
         """The words that make a candidate line matter to a reader other than the signatures,
@@ -584,7 +647,7 @@ class Source:
         shaped line the rest goes in one piece (each slice probes its start again)."""
         at = self.offset + self.bytes - len(buf)     # where buf starts in the input
         lo = 0
-        while end - lo > 2 * SCAN_SLICE and (lo == 0 or self._repeat):
+        while end - lo > 2 * SCAN_SLICE and (lo == 0 or self._repeat or self._inert):
             # while no shape is inert yet, a first slice of FIRST_SLICE: what it teaches serves
             # the rest of the buffer sooner (a file of one benign line type holding "KeyError:"
             # scanned its first 1 MB line by line: ~0.1 s of 0.4)
@@ -737,23 +800,27 @@ class Source:
             return None
         reader = plan.reader_words(self.facts)
         counts: dict[bytes, int] = {}
+        shapes: Counter = Counter()
         sampled = 0
         for start in sorted(spans)[:DENSE_SAMPLE]:
             seg = buf[start:spans[start]]
             if any(w in seg for w in reader):
                 continue
             sampled += 1
+            shapes[seg.translate(None, _SHAPE_DELETE)] += 1
             for a in plan.anchors_in(seg):
                 counts[a] = counts.get(a, 0) + 1
         dense = frozenset(a for a, c in counts.items()
                           if DENSE_OF * c >= sampled and plan.demotable(a, reader))
+        if plan.prefilter == "passes" and sampled >= REPEAT_MIN:
+            self._learn_inert(shapes, reader)
         return plan.dense_checks(dense, reader) if dense else None
 
     def _dense_lines(self, checks: "DenseChecks", buf: bytes, end: int, spans: dict[int, int]) -> None:
         """Add to spans the lines of buf[:end] that hold a demoted anchor and that a
         signature may match or a reader wants; count the others and read one in
         the origin gap of them for its origin."""
-        for rx in (checks.signatures, checks.readers):
+        for rx in (*checks.signatures, checks.readers):
             pos = 0
             while rx is not None and (m := rx.search(buf, pos, end)) is not None:
                 # a match may start on the line before (a \s at its start): that line is
@@ -841,28 +908,37 @@ class Source:
         region = buf[:end]
         lines = region.split(b"\n")
         shapes = region.translate(None, _SHAPE_DELETE).split(b"\n")
-        blanked = [i for i, sh in enumerate(shapes) if sh in inert]
+        # (C-level iteration throughout: a Python loop over 100,000 short lines a buffer
+        # held a file of one inert line type under 70 MB/s)
+        flags = bytes(map(inert.__contains__, shapes))
+        blanked = list(compress(range(len(shapes)), flags))
         if len(blanked) * 2 < len(lines):
             return None
-        ends = list(accumulate(map(len, lines)))     # line i spans [ends[i - 1] + i, ends[i] + i)
-        starts = [ends[i - 1] + i if i else 0 for i in blanked]
-        kept = lines[:]
-        blanks: dict[int, bytes] = {}
-        for i in blanked:
-            n = len(lines[i])
-            kept[i] = blanks.get(n) or blanks.setdefault(n, b" " * n)
+        starts_all = list(accumulate(map(add, map(len, lines), repeat(1)), initial=0))   # line i: [starts_all[i], starts_all[i + 1] - 1)
         pick = itemgetter(*blanked) if len(blanked) > 1 else (lambda seq: (seq[blanked[0]],))
-        return Masked(b"\n".join(kept), starts, [ends[i] + i for i in blanked], list(pick(lines)), list(pick(shapes)))
+        starts = list(pick(starts_all))
+        stops = list(map(sub, pick(starts_all[1:]), repeat(1)))
+        # each run of blanked lines becomes spaces, its inner newlines too (no hit can be
+        # there, and the lines around it keep theirs)
+        seen = bytearray(region)
+        for run in _RUNS.finditer(flags):
+            lo, hi = starts_all[run.start()], starts_all[run.end()] - 1
+            seen[lo:hi] = _SPACES[:hi - lo] if hi - lo <= len(_SPACES) else b" " * (hi - lo)
+        return Masked(bytes(seen), starts, stops, list(pick(lines)), list(pick(shapes)))
 
     def _masked_lines(self, masked: "Masked", spans: dict[int, int]) -> None:
         """The blanked lines (Source._mask): those a signature may match go back to spans,
         to be read; the others are counted as error lines where their shape is one, and
         their origins read as skipped lines' are."""
         plan = self.plan
-        checked = [_checked_form(ln) for ln in masked.lines]
-        block = b"\n".join(checked)
-        ids = plan.block_signatures(set(masked.shapes), block)
-        union = plan.signature_union(ids, repeated=True) if ids else None
+        block = b"\n".join(masked.lines)
+        checked, shapes = masked.lines, set(masked.shapes)
+        plain = b"\\" not in block       # (else also read unescaped: shapes tell nothing of those forms)
+        if not plain:
+            checked = [_checked_form(ln) for ln in masked.lines]
+            block = b"\n".join(checked)
+        ids = plan.block_signatures(shapes, block, plain)
+        union = plan.signature_union(ids, repeated=True, shapes=shapes if plain else None) if ids else None
         maybe: set[int] = set()
         if ids and union is None:
             maybe = set(range(len(masked.starts)))
@@ -924,12 +1000,28 @@ class Source:
         if check:
             plan = self.plan
             block = b"\n".join(check_segs)
-            ids = plan.block_signatures({shapes[s] for s in check}, block)
-            union = plan.signature_union(ids, repeated=True) if ids else None
+            seen = {shapes[s] for s in check}
+            plain = b"\\" not in block
+            ids = plan.block_signatures(seen, block, plain)
+            union = plan.signature_union(ids, repeated=True, shapes=seen if plain else None) if ids else None
             if union is None:
                 return shapes, set(check) if ids else maybe
             maybe = {check[k] for k in _block_lines(union, block, check_segs)}
         return shapes, maybe
+
+    def _learn_inert(self, shapes: Counter, reader: frozenset) -> None:
+        """Shapes of candidate lines that hold no reader's word (their counts): one repeated
+        REPEAT_READS times, that no line holding a reader's word can have, is inert as a
+        shape read that often to no effect is (REPEAT_NOTE): its lines matter only where a
+        signature matches them, which blanked lines are checked for (Source._masked_lines).
+        For the standard library's passes only, whose cost grows with every line a pass
+        stops on (a file of one such line type: 17-33 MB/s, 46-68 blanked); RE2's one DFA
+        and its demoted anchors (DENSE_NOTE) were faster than blanking (89 -> 71 MB/s)."""
+        cuts = self.plan.reader_cuts(reader)
+        for shape, c in shapes.items():
+            if c >= REPEAT_READS and len(shape) <= REPEAT_LINE and shape not in self._inert \
+                    and not any(cut in shape for cut in cuts):
+                self._inert.add(shape)
 
     def _signature_lines(self, buf: bytes, starts: list[int], spans: dict[int, int]) -> tuple[set[int], set[int]]:
         """Of these candidate lines (no reader's word), the ones checked here and those of
@@ -948,8 +1040,12 @@ class Source:
         if len(kept) < BULK_LINES:
             return set(), set()
         block = b"\n".join(segs)
-        shapes = set(block.translate(None, _SHAPE_DELETE).split(b"\n"))
+        cut = block.translate(None, _SHAPE_DELETE).split(b"\n")
         plan = self.plan
+        counts = Counter(cut)
+        if plan.prefilter == "passes" and len(cut) >= REPEAT_MIN:
+            self._learn_inert(counts, plan.reader_words(self.facts))
+        shapes = set(counts)
         ids = frozenset().union(*map(plan.shape_signatures, shapes))
         if plan.prefilter != "re2" and plan.union_chars(ids) > UNION_CHARS:
             # sre tries a union's alternatives one by one: on lines of many kinds, each
@@ -959,7 +1055,7 @@ class Source:
         ids = plan.present_signatures(ids, block)
         if not ids:
             return set(kept), set()
-        union = plan.signature_union(ids)
+        union = plan.signature_union(ids, shapes=shapes if b"\\" not in block else None)
         if union is None:
             return set(), set()
         return set(kept), {kept[k] for k in _block_lines(union, block, segs)}
@@ -1608,6 +1704,9 @@ UNION_CHARS = 6000     # characters of supersets in one RE2 union (Plan.signatur
 # hold memory (64 kept: bench/engine.py's anchor-mix, 105 MB, 416 MB on three processes; 16:
 # 360 MB, 0.2 s slower; the session before own unions: 281 MB)
 UNIONS_KEPT = 16
+# a block of at most this many line shapes gets the standard library's union of only the
+# alternatives its shapes can hold (Plan._stdlib_union)
+SHAPES_FILTERED = 256
 GROUP_MAX_MEM = 8 << 20   # RE2's default DFA budget for a group's union (2 MB ran out on the anchor-mix)
 DENSE_MIN_BYTES = 256 << 10   # a smaller buffer is scanned as it is
 DENSE_PROBE = 64 << 10   # bytes of a buffer's start looked at to decide
@@ -1698,6 +1797,152 @@ def _re2_superset(pattern: str, loose: bool = False) -> str:
             out.append(ch)
             i += 1
     return "".join(out)
+
+
+def _class_end(pattern: str, j: int) -> int:
+    """The index just past the `]` closing the class that opens at pattern[j]."""
+    j += 1
+    if pattern[j:j + 1] == "^":
+        j += 1
+    if pattern[j:j + 1] == "]":
+        j += 1
+    while j < len(pattern) and pattern[j] != "]":
+        j += 2 if pattern[j] == "\\" else 1
+    return j + 1
+
+
+def _group_end(pattern: str, j: int) -> int:
+    """The index just past the `)` closing the group that opens at pattern[j] (escapes and
+    classes skipped), or past the end when it does not close."""
+    depth, n = 0, len(pattern)
+    while j < n:
+        ch = pattern[j]
+        if ch == "\\":
+            j += 2
+            continue
+        if ch == "[":
+            j = _class_end(pattern, j)
+            continue
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                return j + 1
+        j += 1
+    return n + 1
+
+
+def _split_top(pattern: str) -> list[str]:
+    """pattern cut at each `|` outside any group, class or escape."""
+    parts, start, j, n = [], 0, 0, len(pattern)
+    while j < n:
+        ch = pattern[j]
+        if ch == "\\":
+            j += 2
+        elif ch == "[":
+            j = _class_end(pattern, j)
+        elif ch == "(":
+            j = _group_end(pattern, j)
+        else:
+            if ch == "|":
+                parts.append(pattern[start:j])
+                start = j + 1
+            j += 1
+    parts.append(pattern[start:])
+    return parts
+
+
+def _alternatives(pattern: str, depth: int = 2) -> list[str]:
+    """Regexes that together match wherever pattern does, each starting, where pattern
+    allows, with plain text (_leading_literal): its top-level alternatives, and a
+    non-capturing group of alternatives that starts it or follows its leading text
+    multiplied out ("(?:a|b)c" -> "ac", "bc"; "Error: (?:x|y)" -> "Error: x", "Error: y"),
+    twice at most."""
+    out = []
+    for alt in _split_top(pattern):
+        lead = _leading_literal(alt) if depth else ""
+        if depth and alt.startswith("(?:", len(lead)):
+            end = _group_end(alt, len(lead))
+            rest = alt[end:]
+            if end <= len(alt) and rest[:1] not in ("*", "+", "?", "{"):
+                out += [lead + a + rest for a in _alternatives(alt[len(lead) + 3:end - 1], depth - 1)]
+                continue
+        out.append(alt)
+    return out
+
+
+class _Led:
+    """A regex every match of which starts with lead: bytes.find hops to each occurrence
+    of it (memchr speed) and the regex is tried from there; compiled when lead is first
+    found (a union's many alternatives are mostly absent from a block)."""
+
+    __slots__ = ("lead", "pattern", "_rx")
+
+    def __init__(self, lead: bytes, pattern: str):
+        self.lead, self.pattern, self._rx = lead, pattern, None
+
+    def search(self, buf: bytes, pos: int = 0, end: int | None = None):
+        if end is None:
+            end = len(buf)
+        if self.lead:
+            pos = buf.find(self.lead, pos, end)
+            if pos < 0:
+                return None
+        if self._rx is None:
+            self._rx = re.compile(self.pattern.encode())
+        return self._rx.search(buf, pos, end)
+
+
+class _Never:
+    """The union of no alternative: it matches nowhere."""
+
+    pattern = b""
+
+    @staticmethod
+    def search(buf: bytes, pos: int = 0, end: int | None = None):
+        return None
+
+
+_NEVER = _Never()
+
+
+def _required_text(pattern: str) -> str:
+    """The longest plain text outside any group, class or quantifier of pattern (which has
+    no top-level alternation): text every match holds ("" where there is none)."""
+    best, run = "", []
+    i, n = 0, len(pattern)
+    while i < n:
+        ch = pattern[i]
+        if ch == "\\" and i + 1 < n and not pattern[i + 1].isalnum():
+            piece, j = pattern[i + 1], i + 2
+        elif ch.isalnum() or ch in " _:,;=<>'\"`/@#%&~!-":
+            piece, j = ch, i + 1
+        else:
+            piece = None
+        if piece is not None:
+            if pattern[j:j + 1] in ("*", "?", "{"):
+                pass                      # optional: it ends the run, and is not part of it
+            else:
+                run.append(piece)
+                if pattern[j:j + 1] != "+":
+                    i = j
+                    continue
+            best = max(best, "".join(run), key=len)
+            run = []
+            i = j + 1 if pattern[j:j + 1] in ("*", "?", "+") else j
+            continue
+        best = max(best, "".join(run), key=len)
+        run = []
+        if ch == "(":
+            i = _group_end(pattern, i)
+        elif ch == "[":
+            i = _class_end(pattern, i)
+        elif ch == "{" and (m := re.match(r"\{\d*,?\d*\}", pattern[i:])):
+            i += m.end()                  # a count, whose digits are no text
+        else:
+            i += 2 if ch == "\\" else 1
+    return max(best, "".join(run), key=len)
 
 
 def _leading_literal(pattern: str) -> str:
@@ -1801,14 +2046,15 @@ class DenseChecks:
                          for (key, group), compiled in zip(plan.pass_groups, same)
                          if (kept := [a for a in group if a not in dense])]
             self.dense = re.compile(b"|".join(map(re.escape, self.words)))
-            self.signatures = re.compile(signatures) if signatures else None
+            ids = frozenset(n for a in dense for n, *_ in plan.sigs_by_anchor[a])
+            self.signatures = (plan.signature_union(ids) or [re.compile(signatures)]) if signatures else []
             self.readers = None
             self.reader_passes = plan.word_passes(reader)
             return
         rest = sorted(a for a in plan.anchors_in.words if a not in dense)
         self.rest = [(b"", _re2_alternation(re2, rest))] if rest else []
         self.dense = _re2_alternation(re2, self.words)
-        self.signatures = _re2_compile(re2, signatures) if signatures else None
+        self.signatures = [_re2_compile(re2, signatures)] if signatures else []
         # a line that holds a demoted anchor and a reader's word, in either order, or
         # overlapping (then the two written as one: "...WARN" + "WARNING" = "...WARNING")
         both = set()
