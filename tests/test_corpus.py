@@ -79,7 +79,12 @@ THRESHOLDS = {"dev": (0.93, 0.93), "sealed": (0.91, 0.96),
               # collectors (11 hard, 9 healthy), measured unread with the session-start engine
               # (22453c0): 81.5 % / 83.1 %, hard 8/11, no false positive, no entry named in 2 of 56
               # failing logs
-              "sealed-12": (0.77, 0.79)}
+              "sealed-12": (0.77, 0.79),
+              # a fresh batch of 81 logs collected 2026-12-07 by eight collectors (issue 27; 9 hard,
+              # 11 healthy), measured unread with the session-start engine (1e99cf8) and after this
+              # session's scan changes: 74.1 % / 77.8 % both times, hard 3/8, one false positive,
+              # nothing named on 7 of the 70 failing logs
+              "sealed-13": (0.70, 0.74, 1)}
 _THREAD = re.compile(r"https?://github\.com/([\w.-]+/[\w.-]+)/(?:issues|pull|discussions)/(\d+)")
 
 
