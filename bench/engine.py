@@ -4,6 +4,7 @@
     python bench/engine.py --profile nccl-info --size 50M
     python bench/engine.py --worst-case --size 20M   # one file per line type, one process
     python bench/engine.py --anchor-lines --size 20M --anchor-step 20   # one file per anchor: benign text around it
+    python bench/engine.py --example-lines --size 5M --example-step 10  # one file per entry: its failure line, repeated
     python bench/engine.py --profile bench-mix --size 1G
 
 Profiles (bench/profiles.py) are mixes of line types that imitate what healthy
@@ -191,6 +192,41 @@ def anchor_line_file(path: Path, anchor: str, size: int, seed: int) -> None:
             written += len(block.encode("utf-8"))
 
 
+def example_line_files(index: dict, step: int) -> list[tuple[str, str]]:
+    """(entry id, line) for every step-th entry: the first line of its examples that one of
+    its defining signatures matches (the failure line as the software prints it)."""
+    from generator.validate import example_text, validate
+    entries, _ = validate(ROOT)
+    defining: dict[str, list] = {}
+    for sig in index["signatures"]:
+        if sig["strength"] == "defining":
+            defining.setdefault(sig["entry"], []).append(re.compile(sig["regex"]))
+    from faildex.lines import parse_prefix
+    out = []
+    for e in sorted(entries, key=lambda e: e.id)[::step]:
+        for ex in e.data["examples"]:
+            line = next((ln for ln in (example_text(e, ex) or "").splitlines()
+                         if any(rx.search(ln) or rx.search(parse_prefix(ln)[1]) for rx in defining.get(e.id, ()))), None)
+            if line:
+                out.append((e.id, line))
+                break
+    return out
+
+
+def example_line_file(path: Path, line: str, size: int, seed: int) -> None:
+    """A log made of one real failure line over and over, its numbers changed on each (a
+    warning or error a job prints on every step, from every rank)."""
+    import random
+    rng = random.Random(f"{line}/{seed}")
+    with open(path, "w", encoding="utf-8") as out:
+        written = 0
+        while written < size:
+            block = "".join(re.sub(r"\d+", lambda m: str(rng.randrange(10 ** len(m.group(0)))), line) + "\n"
+                            for _ in range(256))
+            out.write(block)
+            written += len(block.encode("utf-8"))
+
+
 def benign_anchors(index: dict) -> list[str]:
     """The anchors whose lines in anchor_line_file's form are benign: four of them give no
     finding, job event or hang line (some anchors' lines are failures themselves, e.g.
@@ -299,6 +335,10 @@ def main() -> int:
                     help="with --anchor-lines: every anchor holding a reader's word, every Nth of the others")
     ap.add_argument("--anchor-list", help="with --anchor-lines: a JSON list of the anchors to take instead "
                     "(the same files at two checkouts: a paired before/after)")
+    ap.add_argument("--example-lines", action="store_true",
+                    help="one file per entry: its failure line as printed, over and over with other numbers "
+                         "(every line a finding: read in full by design), scanned on one process")
+    ap.add_argument("--example-step", type=int, default=1, help="with --example-lines: every Nth entry")
     ap.add_argument("--no-twins", action="store_true", help="skip the healthy twin of each profile")
     ap.add_argument("--runs", type=int, default=1, help="report the fastest of this many runs")
     ap.add_argument("--seed", type=int, default=0)
@@ -372,6 +412,29 @@ def main() -> int:
                 print(f"{len(events)} more whose every line is a finding or a job event (read in full by design):")
                 for one, std, anchor, us in events:
                     print(f"  {anchor[:44]!r:<44} {one:11.1f} {std:7.1f} {us:8.1f}")
+            return 0
+        if args.example_lines:
+            rows = []
+            chosen = example_line_files(index, args.example_step)
+            for n, (eid, line) in enumerate(chosen):
+                example_line_file(log, line, size, args.seed)
+                mb = log.stat().st_size / 1e6
+                one_t, cands, cand_t = best(args.runs, lambda: one_process(log, index))
+                os.environ["FAILDEX_PREFILTER"] = "passes"
+                try:
+                    std_t, _, _ = one_process(log, index)
+                finally:
+                    del os.environ["FAILDEX_PREFILTER"]
+                rows.append((mb / one_t, mb / std_t, eid, cand_t / cands * 1e6 if cands else 0.0))
+                if n % 50 == 49:
+                    print(f"... {n + 1} of {len(chosen)} entries", flush=True)
+            rows.sort()
+            print(f"{'entry':<44} {'1 proc MB/s':>11} {'stdlib':>7} {'us/cand':>8}")
+            for one, std, eid, us in rows[:15]:
+                print(f"{eid[:44]:<44} {one:11.1f} {std:7.1f} {us:8.1f}")
+            print(f"{len(rows)} example-line files of {args.size} (every {args.example_step} of the entries; every "
+                  f"line a finding, read in full by design): slowest {rows[0][0]:.1f} MB/s with {prefilter}, "
+                  f"{min(r[1] for r in rows):.1f} with the stdlib passes; median {rows[len(rows) // 2][0]:.1f} MB/s")
             return 0
         if args.worst_case:
             print(f"{'line type':<38} {'1 proc MB/s':>11} {'stdlib':>7} {'cand %':>7} {'us/cand':>8} {'grep C MB/s':>11}")

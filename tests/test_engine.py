@@ -1456,6 +1456,38 @@ def test_a_repeated_reader_line_type_is_counted_not_read(index, monkeypatch, kin
     assert fast["facts"]["ranks"] == list(range(64)) and fast["inputs"][0]["candidates"] == 60_001
 
 
+@pytest.mark.parametrize("kind", ["re2", "passes"])
+def test_a_repeated_failure_line_is_counted_not_read(entries, index, monkeypatch, tmp_path, kind):
+    """3 MB of one real failure line as printed (a missing optional module, an accelerate misuse),
+    its numbers changed on every line, then torchrun's rendezvous timeout: once the shape has
+    recorded the same findings REPEAT_READS times in a row it is saturated, and its lines are
+    checked against its signatures and counted, not read (fewer than 5 % read in full); the
+    report is the one read without shapes: counts, first and latest findings, error lines."""
+    from bench.engine import example_line_file
+    from faildex import scan
+
+    _prefilter(kind, monkeypatch)
+    lines = _example_lines(entries)
+    for eid in ("pytorch-optional-dependency-missing", "accelerate-api-misuse"):
+        line = next(ln for ln in lines[eid] if primary_id(run_text(index, ln + "\n")) == eid)
+        path = tmp_path / f"{eid}.log"
+        example_line_file(path, line, 3_000_000, 0)
+        data = path.read_bytes() + TIMEOUT_LINE.encode()
+        total = data.count(b"\n")
+        read = []
+        original = scan.Source._candidate
+        monkeypatch.setattr(scan.Source, "_candidate", lambda self, *a: read.append(1) or original(self, *a))
+        fast = run_text(index, data, chunk=8 << 20)
+        assert len(read) < 0.05 * total, (eid, len(read), total)
+        monkeypatch.setattr(scan.Source, "_candidate", original)
+        with monkeypatch.context() as m:
+            m.setattr(scan, "REPEAT_MIN", 10 ** 9)
+            plain = run_text(index, data, chunk=8 << 20)
+        assert fast == plain, eid
+        found = next(a for a in [fast["primary"], *fast["alternatives"]] if a and a["id"] == eid)
+        assert found["count"] == total - 1, (eid, found["count"], total)
+
+
 def test_the_browsers_automaton_marks_the_lines_the_cli_marks(index, monkeypatch, tmp_path):
     """The diagnoser's worker finds the anchors with pyodide_app/web/anchors.mjs (an
     Aho-Corasick automaton run by a WebAssembly loop, here under node): over every log of both corpora, the

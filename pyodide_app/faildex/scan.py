@@ -83,6 +83,12 @@ ORIGIN_QUIET, ORIGIN_SAMPLE, ORIGIN_SAMPLE_MAX = 2048, 32, 4096
 # so that the latest error line is where it was. A buffer (split on \n alone) whose lines
 # are mostly of inert shapes goes further (Source._mask): the prefilter sees it with those
 # lines blanked, and they are counted in bulk, their origins read as skipped lines' are.
+# A shape whose reads record the same findings REPEAT_READS times in a row and change
+# nothing else is saturated: its later lines are checked against those signatures (and
+# against the others its shape may hold, where their union may match) and counted for
+# them, except each shape's last such line in a slice, which is read, so that every
+# signature's latest finding and the latest error line are where they are (Source._finds).
+# Lines a signature may match get shapes too, not only those a reader wants.
 REPEAT_MIN = 64
 REPEAT_READS = 16
 REPEAT_SHAPES = 4096      # shapes remembered per input
@@ -249,6 +255,15 @@ class Plan:
             joined = b"\n".join(shapes)
             return frozenset(n for n in ids if self._literal_cut(n) in joined)
         return self.present_signatures(ids, block)
+
+    def may_hold(self, n: int, shape: bytes) -> bool:
+        """Whether a line of this shape may hold a match of signature n: its literal's cut
+        and the required text's cut of one of its superset's alternatives are in the shape."""
+        if self._literal_cut(n) not in shape:
+            return False
+        if self._superset(n) is None:
+            return True
+        return any(need in shape for _, _, need in self.alternative_cuts(n))
 
     def _literal_cut(self, n: int) -> bytes:
         """Signature n's literal as it is in a line's shape (REPEAT_NOTE)."""
@@ -550,6 +565,12 @@ class Source:
         self._repeat: dict[bytes, int] = {}   # shape -> reads in a row that changed nothing (REPEAT_NOTE)
         self._repeat_errors: dict[bytes, int] = {}   # shape -> error lines one of its lines counts, where it changes the tallies
         self._inert: set[bytes] = set()           # shapes read REPEAT_READS times in a row to no effect
+        # shapes read REPEAT_READS times in a row to no effect but the same findings, and those
+        # findings' signatures (REPEAT_NOTE: their lines are counted for them, the last read)
+        self._saturated: dict[bytes, tuple] = {}
+        self._shape_findings: dict[bytes, frozenset] = {}   # shape -> the signatures its last read recorded
+        self._just: list | None = None            # the signatures the line being read records
+        self._others_may: set[int] = set()        # _repeats: lines of saturated shapes another signature may match
         self._quiet = 0           # skipped candidate lines in a row that named no new origin (_origin)
         self._since = 0           # skipped candidate lines since the last one read for its origin
         self._gap = ORIGIN_SAMPLE  # past ORIGIN_QUIET, one skipped line in this many is read
@@ -604,6 +625,7 @@ class Source:
             self.carry = b""
         self.plan = None
         self._repeat, self._repeat_errors, self._inert = {}, {}, set()
+        self._saturated, self._shape_findings = {}, {}
         return self
 
     def close(self, truncated: str | None = None) -> None:
@@ -698,12 +720,20 @@ class Source:
             starts = sorted(spans)
             self.candidates += len(starts)
             read = self._live(buf, starts, spans) if plan.bulk and len(starts) >= BULK_LINES else None
-            shapes, maybe = (self._repeats(buf, [s for s in starts if s in read], spans)
-                             if read is not None and len(read) >= REPEAT_MIN else ({}, ()))
             # the others matter only if a signature matches them: checked together
             checked, wanted = (self._signature_lines(buf, [s for s in starts if s not in read], spans)
                                if read is not None else ((), ()))
-            inert, touch = self._inert, self._repeat_errors
+            # the lines read get shapes: those a reader wants, and those a signature may match
+            shaped = [s for s in starts if s in read or s in wanted] if read is not None else []
+            shapes, maybe = (self._repeats(buf, shaped, spans) if len(shaped) >= REPEAT_MIN else ({}, ()))
+            inert, touch, saturated = self._inert, self._repeat_errors, self._saturated
+            # the lines of saturated shapes that record just their shape's findings (_finds):
+            # counted, but for each shape's last one here, which is read (the latest finding
+            # and error line are where they are)
+            others_may, self._others_may = self._others_may, set()
+            counts_for = {start: saturated[shape][0] for start, shape in shapes.items() if shape in saturated
+                          and self._finds(buf[start:spans[start]], saturated[shape], start in others_may)}
+            last_of = {shapes[start]: start for start in counts_for}
             job = self.job
             counted_to, line_no = 0, self.lines
             skipped = None       # (start, stop) of the last line skipped since the last one read
@@ -711,16 +741,21 @@ class Source:
             for start in starts:
                 if read is not None and not job.open_tb and job.block is None:
                     # (an open traceback or launcher report reads every line)
+                    shape = shapes.get(start)
                     if start not in read:
                         skip = (start not in wanted if start in checked
                                 else not self._matches(buf[start:spans[start]]))
                     else:
-                        shape = shapes.get(start)
                         skip = shape in inert and start not in maybe
                         if skip and shape in touch:
                             self.error_lines += touch[shape]
                             if counted is None or start > counted[0]:     # (a blanked one may be later)
                                 counted = (start, spans[start], touch[shape])
+                    if not skip and start in counts_for and last_of[shape] != start:
+                        skip = True
+                        for n in counts_for[start]:      # (as checked: the shape may have learnt since)
+                            self.counts[n] += 1
+                        self.error_lines += touch.get(shape, 0)
                     if skip:
                         self._quiet += 1
                         self._since += 1
@@ -997,16 +1032,29 @@ class Source:
             check.append(start)
             check_segs.append(_checked_form(seg))
         maybe: set[int] = set()
-        if check:
+        # A saturated shape's lines are checked one by one with its own signatures (_finds),
+        # and with its others where the union of those may match (in `others`, not `maybe`).
+        saturated = self._saturated
+        for sat in (False, True):
+            group = [k for k in range(len(check)) if (shapes[check[k]] in saturated) == sat]
+            if not group:
+                continue
             plan = self.plan
-            block = b"\n".join(check_segs)
-            seen = {shapes[s] for s in check}
+            lines = [check_segs[k] for k in group]
+            block = b"\n".join(lines)
+            seen = {shapes[check[k]] for k in group}
             plain = b"\\" not in block
-            ids = plan.block_signatures(seen, block, plain)
+            if sat:
+                ids = frozenset().union(*(saturated[sh][1] for sh in seen))
+            else:
+                ids = plan.block_signatures(seen, block, plain)
             union = plan.signature_union(ids, repeated=True, shapes=seen if plain else None) if ids else None
-            if union is None:
-                return shapes, set(check) if ids else maybe
-            maybe = {check[k] for k in _block_lines(union, block, check_segs)}
+            hit = ({check[k] for k in group} if ids else set()) if union is None else \
+                {check[group[k]] for k in _block_lines(union, block, lines)}
+            if sat:
+                self._others_may = hit
+            else:
+                maybe = hit
         return shapes, maybe
 
     def _learn_inert(self, shapes: Counter, reader: frozenset) -> None:
@@ -1042,10 +1090,7 @@ class Source:
         block = b"\n".join(segs)
         cut = block.translate(None, _SHAPE_DELETE).split(b"\n")
         plan = self.plan
-        counts = Counter(cut)
-        if plan.prefilter == "passes" and len(cut) >= REPEAT_MIN:
-            self._learn_inert(counts, plan.reader_words(self.facts))
-        shapes = set(counts)
+        shapes = set(cut)
         ids = frozenset().union(*map(plan.shape_signatures, shapes))
         if plan.prefilter != "re2" and plan.union_chars(ids) > UNION_CHARS:
             # sre tries a union's alternatives one by one: on lines of many kinds, each
@@ -1053,24 +1098,37 @@ class Source:
             # anchor: 1.2 MB/s in bulk, 8 line by line)
             return set(), set()
         ids = plan.present_signatures(ids, block)
-        if not ids:
-            return set(kept), set()
-        union = plan.signature_union(ids, shapes=shapes if b"\\" not in block else None)
-        if union is None:
-            return set(), set()
-        return set(kept), {kept[k] for k in _block_lines(union, block, segs)}
+        wanted: set[int] = set()
+        if ids:
+            union = plan.signature_union(ids, shapes=shapes if b"\\" not in block else None)
+            if union is None:
+                return set(), set()
+            wanted = set(_block_lines(union, block, segs))
+        if plan.prefilter == "passes" and len(cut) >= REPEAT_MIN:
+            # (the shapes of the lines no signature may match)
+            self._learn_inert(Counter(sh for k, sh in enumerate(cut) if k not in wanted),
+                              plan.reader_words(self.facts))
+        return set(kept), {kept[k] for k in wanted}
 
     def _read_shaped(self, shape: bytes, buf: bytes, start: int, stop: int, line_no: int, anchors: list,
                      tallies: tuple) -> None:
         """Read a line that has a shape (REPEAT_NOTE), and count the reads in a row after
-        which the shape had changed nothing but the error tallies (tallies: before the read).
-        A shape whose lines are error lines is not counted before the first error samples
-        are taken: they are read lines' (MAX_ERROR_SAMPLES)."""
+        which the shape had changed nothing but the error tallies and the same findings
+        (tallies: before the read); after REPEAT_READS of them the shape is inert, or, when
+        its lines record findings, saturated. A shape whose lines are error lines is not
+        counted before the first error samples are taken: they are read lines'
+        (MAX_ERROR_SAMPLES)."""
         before = self._state()
+        self._just = []
         self._candidate(buf, start, stop, line_no, anchors)
+        found, self._just = frozenset(self._just), None
         repeat = self._repeat
-        if self._state() != before:
+        known = self._shape_findings.get(shape)
+        if self._state() != before or (found and b"\\" in buf[start:stop]) or (
+                found != known if known is not None else bool(found)):
             repeat[shape] = 0
+            if len(self._shape_findings) < REPEAT_SHAPES or shape in self._shape_findings:
+                self._shape_findings[shape] = found
         elif shape in repeat or len(repeat) < REPEAT_SHAPES:
             repeat[shape] = repeat.get(shape, 0) + 1
             after = self._tallies()
@@ -1078,11 +1136,44 @@ class Source:
                 self._repeat_errors[shape] = after[0] - tallies[0]
             if repeat[shape] >= REPEAT_READS and (
                     not self._repeat_errors.get(shape) or len(self.error_samples) >= MAX_ERROR_SAMPLES):
-                self._inert.add(shape)
+                if found and self._saturated.get(shape, (None,))[0] == found:
+                    pass
+                elif found:
+                    # and the other signatures the shape may hold an anchor, the literal and
+                    # some alternative's required text of
+                    plan = self.plan
+                    others = frozenset(n for n in plan.shape_signatures(shape)
+                                       if n not in found and plan.may_hold(n, shape))
+                    self._saturated[shape] = (found, others)
+                else:
+                    self._inert.add(shape)
 
     def _state(self) -> tuple:
-        """What reading a line may change, beyond the error tallies and the origins."""
-        return (self._recorded, len(self.facts), self.job.state(), self.hang.state())
+        """What reading a line may change, beyond the error tallies, the origins and the
+        findings' counts."""
+        return (len(self.facts), self.job.state(), self.hang.state())
+
+    def _finds(self, seg: bytes, saturated: tuple, others_may: bool) -> bool:
+        """Whether a line of a saturated shape (ASCII, no escape) records exactly its
+        signatures' findings, as _candidate would (`^`: on the message after the prefix): each
+        of them matches, and (where their union may match: others_may) none of the others
+        its shape may hold."""
+        if b"\\" in seg:
+            return False
+        plan = self.plan
+        text = seg.decode("ascii").rstrip("\r\n")
+        rest = None
+        found, others = saturated
+        for n in ((*found, *others) if others_may else found):
+            rx = plan.signature_checks[n][0]
+            hit = rx.search(text) is not None
+            if not hit and n in plan.anchored:
+                if rest is None:
+                    rest = parse_prefix(text)[1]
+                hit = rest is not text and rx.search(rest) is not None
+            if hit != (n in found):
+                return False
+        return True
 
     def _tallies(self) -> tuple:
         """The error tallies a line read may change (Source._error_like, TRACE_MARKERS)."""
@@ -1313,6 +1404,8 @@ class Source:
 
     def _record(self, n: int, finding: dict) -> None:
         self._recorded += 1
+        if self._just is not None:
+            self._just.append(n)
         c = self.counts.get(n, 0) + 1
         self.counts[n] = c
         kept = self.findings.setdefault(n, [])
