@@ -401,6 +401,8 @@ def main() -> int:
             print(f"{'anchor':<44} {'1 proc MB/s':>11} {'stdlib':>7} {'us/cand':>8}")
             for one, std, anchor, us in rows[:15]:
                 print(f"{anchor[:44]!r:<44} {one:11.1f} {std:7.1f} {us:8.1f}")
+            print("slowest with the stdlib passes: " + ", ".join(
+                f"{anchor[:30]!r} {std:.1f}" for one, std, anchor, us in sorted(rows, key=lambda r: r[1])[:5]))
             print(f"{len(rows)} anchor files of {args.size} ({len(chosen)} of {len(index['anchors'])} anchors: "
                   + (f"those of {args.anchor_list}" if args.anchor_list else
                      f"those holding a reader's word, every {args.anchor_step} of the rest") + "): slowest "
