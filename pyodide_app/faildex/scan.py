@@ -836,20 +836,16 @@ class Source:
             return None
         reader = plan.reader_words(self.facts)
         counts: dict[bytes, int] = {}
-        shapes: Counter = Counter()
         sampled = 0
         for start in sorted(spans)[:DENSE_SAMPLE]:
             seg = buf[start:spans[start]]
             if any(w in seg for w in reader):
                 continue
             sampled += 1
-            shapes[seg.translate(None, _SHAPE_DELETE)] += 1
             for a in plan.anchors_in(seg):
                 counts[a] = counts.get(a, 0) + 1
         dense = frozenset(a for a, c in counts.items()
                           if DENSE_OF * c >= sampled and plan.demotable(a, reader))
-        if plan.prefilter == "passes" and sampled >= REPEAT_MIN:
-            self._learn_inert(shapes, reader)
         return plan.dense_checks(dense, reader) if dense else None
 
     def _dense_lines(self, checks: "DenseChecks", buf: bytes, end: int, spans: dict[int, int]) -> None:
