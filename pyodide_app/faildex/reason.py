@@ -29,7 +29,7 @@ import re
 from .context import HOW_TO_GET, SOFTWARE_FACT, SOFTWARE_NAME
 from .lines import shape
 from . import job as jobmodel
-from .suspects import find as find_suspects, source_rank
+from .suspects import MISMATCH_KINDS, find as find_suspects, source_rank
 
 REPORT_FORMAT = 1
 MAX_EVIDENCE = 12
@@ -48,7 +48,6 @@ OTHER_RANK = 0.50
 JOB_HANG, JOB_HANG_ENTRY = 0.75, "collective-hang-one-rank-stuck"
 JOB_MISMATCH_ENTRY = "collective-mismatch-desync"
 HANG_KINDS = ("missing", "exited", "late", "behind")          # suspects.KINDS of a rank the others waited for
-MISMATCH_KINDS = ("op-mismatch", "size-mismatch", "dtype-mismatch", "order-mismatch")
 DOWNSTREAM_ONLY, DOWNSTREAM_CAP = 0.66, 0.60
 CONTENDERS = 0.30          # causes within this of the best are ordered by time
 NEAREST_MAX, NEAREST_MIN_SIMILARITY = 0.25, 0.08
