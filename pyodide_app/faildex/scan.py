@@ -87,7 +87,8 @@ ORIGIN_QUIET, ORIGIN_SAMPLE, ORIGIN_SAMPLE_MAX = 2048, 32, 4096
 # nothing else is saturated: its later lines are checked against those signatures (and
 # against the others its shape may hold, where their union may match) and counted for
 # them, except each shape's last such line in a slice, which is read, so that every
-# signature's latest finding and the latest error line are where they are (Source._finds).
+# signature's latest finding and the latest error line are where they are (Source._finds);
+# a buffer mostly of inert and saturated shapes is blanked (_mask, _masked_lines).
 # Lines a signature may match get shapes too, not only those a reader wants.
 REPEAT_MIN = 64
 REPEAT_READS = 16
@@ -929,7 +930,7 @@ class Source:
         """REPEAT_NOTE: buf[:end] with the lines of inert shapes blanked, when they are most
         of its lines (its start tells, then the whole of it), and no traceback or launcher
         report is open (they read every line)."""
-        inert = self._inert
+        inert = self._inert | self._saturated.keys() if self._saturated else self._inert
         if not inert or cr or not self.plan.bulk or end < DENSE_MIN_BYTES \
                 or self.job.open_tb or self.job.block is not None:
             return None
@@ -963,19 +964,40 @@ class Source:
         to be read; the others are counted as error lines where their shape is one, and
         their origins read as skipped lines' are."""
         plan = self.plan
-        block = b"\n".join(masked.lines)
-        checked, shapes = masked.lines, set(masked.shapes)
-        plain = b"\\" not in block       # (else also read unescaped: shapes tell nothing of those forms)
-        if not plain:
-            checked = [_checked_form(ln) for ln in masked.lines]
-            block = b"\n".join(checked)
-        ids = plan.block_signatures(shapes, block, plain)
-        union = plan.signature_union(ids, repeated=True, shapes=shapes if plain else None) if ids else None
+        saturated = self._saturated
         maybe: set[int] = set()
-        if ids and union is None:
-            maybe = set(range(len(masked.starts)))
-        elif union is not None:
-            maybe = _block_lines(union, block, checked)
+        for sat in (False, True):
+            group = [i for i, sh in enumerate(masked.shapes) if (sh in saturated) == sat]
+            if not group:
+                continue
+            lines = [masked.lines[i] for i in group]
+            block = b"\n".join(lines)
+            checked, shapes = lines, {masked.shapes[i] for i in group}
+            plain = b"\\" not in block       # (else also read unescaped: shapes tell nothing of those forms)
+            if not plain:
+                checked = [_checked_form(ln) for ln in lines]
+                block = b"\n".join(checked)
+            ids = (frozenset().union(*(saturated[sh][1] for sh in shapes)) if sat
+                   else plan.block_signatures(shapes, block, plain))
+            union = plan.signature_union(ids, repeated=True, shapes=shapes if plain else None) if ids else None
+            hit = set(range(len(group))) if ids and union is None else \
+                _block_lines(union, block, checked) if union is not None else set()
+            if not sat:
+                maybe.update(group[k] for k in hit)
+                continue
+            # a saturated shape's line that records just its findings is counted for them, but
+            # for each shape's last one, which is read (Source._finds); the others are read
+            last: dict[bytes, int] = {}
+            for k, i in enumerate(group):
+                sh = masked.shapes[i]
+                if self._finds(masked.lines[i], saturated[sh], k in hit):
+                    if sh in last:
+                        for n in saturated[sh][0]:
+                            self.counts[n] += 1
+                    last[sh] = i
+                else:
+                    maybe.add(i)
+            maybe.update(last.values())
         if maybe:
             keep = [i for i in range(len(masked.starts)) if i not in maybe]
             for i in maybe:
@@ -989,8 +1011,9 @@ class Source:
         touch = self._repeat_errors
         counts = Counter(masked.shapes)
         self.error_lines += sum(c * touch[sh] for sh, c in counts.items() if sh in touch)
-        if any(sh in touch for sh in counts):
-            last = next(i for i in range(n - 1, -1, -1) if masked.shapes[i] in touch)
+        if any(sh in touch and sh not in saturated for sh in counts):
+            # (a saturated shape's last line is read, after every one of its lines counted here)
+            last = next(i for i in range(n - 1, -1, -1) if masked.shapes[i] in touch and masked.shapes[i] not in saturated)
             masked.last_error = (masked.starts[last], masked.ends[last], touch[masked.shapes[last]])
         # their origins, as _scan reads a skipped line's: each line's until ORIGIN_QUIET in a
         # row name no new host or rank, then one in the origin gap
