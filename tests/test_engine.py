@@ -1231,13 +1231,7 @@ def test_a_repeated_line_type_no_reader_wants_is_blanked_after_its_first_slice(i
     plan = scan.Plan(index)
     first = data[:data.index(b"\n") + 1]
     assert plan.anchors_in(first) and not any(w in first for w in plan.reader_words({}))
-    counted = []
-    original = scan.Source._masked_lines
-
-    def spy(self, masked, spans):
-        original(self, masked, spans)
-        counted.append(len(masked.starts))
-    monkeypatch.setattr(scan.Source, "_masked_lines", spy)
+    counted = _count_blanked(monkeypatch, scan)
     fast = run_text(index, data, chunk=8 << 20)
     assert sum(counted) > 0.9 * total, (sum(counted), total)
     monkeypatch.setattr(scan, "REPEAT_MIN", 10 ** 9)
@@ -1245,6 +1239,19 @@ def test_a_repeated_line_type_no_reader_wants_is_blanked_after_its_first_slice(i
     assert fast == plain
     assert fast["primary"]["id"] == "torchrun-rendezvous-timeout"
     assert fast["facts"]["ranks"] == list(range(64)) and fast["inputs"][0]["candidates"] == total
+
+
+def _count_blanked(monkeypatch, scan) -> list:
+    """A list that gets, for each buffer blanked (Source._masked_lines), how many of its
+    lines were counted, not read."""
+    counted = []
+    original = scan.Source._masked_lines
+
+    def spy(self, masked, spans):
+        original(self, masked, spans)
+        counted.append(len(masked.starts))
+    monkeypatch.setattr(scan.Source, "_masked_lines", spy)
+    return counted
 
 
 def _force_dense(monkeypatch, scan, on: bool) -> None:
@@ -1409,13 +1416,7 @@ def test_repeated_reader_lines_give_the_reports_of_the_plain_scan(entries, index
                 logs.append(p)
                 digits += 1
             break
-    counted = []
-    original = scan.Source._masked_lines
-
-    def spy(self, masked, spans):
-        original(self, masked, spans)
-        counted.append(len(masked.starts))
-    monkeypatch.setattr(scan.Source, "_masked_lines", spy)
+    counted = _count_blanked(monkeypatch, scan)
     got = {}
     for on in (True, False):
         _force_repeats(monkeypatch, scan, on)

@@ -563,7 +563,6 @@ class Source:
         self.shapes: dict[str, dict] = {}
         self.last_ts = None
         self.candidates = 0       # lines the prefilter passed to the signatures
-        self._recorded = 0        # findings recorded (_state)
         self._repeat: dict[bytes, int] = {}   # shape -> reads in a row that changed nothing (REPEAT_NOTE)
         self._repeat_errors: dict[bytes, int] = {}   # shape -> error lines one of its lines counts, where it changes the tallies
         self._inert: set[bytes] = set()           # shapes read REPEAT_READS times in a row to no effect
@@ -1126,7 +1125,7 @@ class Source:
             wanted = set(_block_lines(union, block, segs))
         if plan.prefilter == "passes" and len(cut) >= REPEAT_MIN:
             # (the shapes of the lines no signature may match)
-            self._learn_inert(Counter(sh for k, sh in enumerate(cut) if k not in wanted),
+            self._learn_inert(Counter(cut if not wanted else (sh for k, sh in enumerate(cut) if k not in wanted)),
                               plan.reader_words(self.facts))
         return set(kept), {kept[k] for k in wanted}
 
@@ -1423,7 +1422,6 @@ class Source:
         return d
 
     def _record(self, n: int, finding: dict) -> None:
-        self._recorded += 1
         if self._just is not None:
             self._just.append(n)
         c = self.counts.get(n, 0) + 1
@@ -1843,37 +1841,6 @@ def _re2_superset(pattern: str, loose: bool = False) -> str:
     out: list[str] = []
     i, n = 0, len(pattern)
 
-    def group_end(j: int) -> int:
-        """The index just past the `)` closing the group that opens at pattern[j]."""
-        depth = 0
-        while j < n:
-            ch = pattern[j]
-            if ch == "\\":
-                j += 2
-                continue
-            if ch == "[":
-                j = class_end(j)
-                continue
-            if ch == "(":
-                depth += 1
-            elif ch == ")":
-                depth -= 1
-                if depth == 0:
-                    return j + 1
-            j += 1
-        raise ValueError("unbalanced parenthesis")
-
-    def class_end(j: int) -> int:
-        """The index just past the `]` closing the class that opens at pattern[j]."""
-        j += 1
-        if j < n and pattern[j] == "^":
-            j += 1
-        if j < n and pattern[j] == "]":
-            j += 1
-        while j < n and pattern[j] != "]":
-            j += 2 if pattern[j] == "\\" else 1
-        return j + 1
-
     while i < n:
         ch = pattern[i]
         if ch == "\\":
@@ -1881,11 +1848,13 @@ def _re2_superset(pattern: str, loose: bool = False) -> str:
             out.append({"\\Z": "$", "\\A": ""}.get(esc, esc))
             i += 2
         elif ch == "[":
-            j = class_end(i)
+            j = _class_end(pattern, i)
             out.append(pattern[i:j])
             i = j
         elif pattern.startswith(("(?=", "(?!", "(?<=", "(?<!"), i):
-            i = group_end(i)
+            i = _group_end(pattern, i)
+            if i > n:
+                raise ValueError("unbalanced parenthesis")
         elif pattern.startswith("(?P=", i):
             out.append(".*")
             i = pattern.index(")", i) + 1
@@ -2010,8 +1979,6 @@ class _Led:
 class _Never:
     """The union of no alternative: it matches nowhere."""
 
-    pattern = b""
-
     @staticmethod
     def search(buf: bytes, pos: int = 0, end: int | None = None):
         return None
@@ -2062,23 +2029,8 @@ def _leading_literal(pattern: str) -> str:
     """The plain text a regex starts with, which every match starts with: letters, digits,
     spaces and a few marks up to the first other character, or "" where the pattern has an
     alternation outside any group (its first branch's text is no prefix of the others)."""
-    depth, i, n = 0, 0, len(pattern)
-    while i < n:                     # a `|` at depth 0, outside classes and escapes
-        ch = pattern[i]
-        if ch == "\\":
-            i += 2
-            continue
-        if ch == "[":
-            i += 1
-            while i < n and pattern[i] != "]" or pattern[i - 1:i + 1] == "[]" or pattern[i - 2:i + 1] == "[^]":
-                i += 2 if pattern[i] == "\\" else 1
-        elif ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        elif ch == "|" and depth == 0:
-            return ""
-        i += 1
+    if len(_split_top(pattern)) > 1:     # its first branch's text is no prefix of the others
+        return ""
     m = re.match(r"[A-Za-z0-9 _:,=<>'\"-]*", pattern)
     lead = m.group(0)
     # a quantifier after the run applies to its last character, which is then no prefix
