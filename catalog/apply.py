@@ -10,6 +10,8 @@ A decisions file is a YAML list, one item per template:
       entry: store-barrier-timeout      # or collateral: [..] / benign: "why" / uncovered: true
       class: "..."              # with uncovered: the failure class it would need
       why: "one sentence: what the message means here"
+      key_words: "..."          # optional: the words that make a line this message, when its
+                                # longest literal run is not them (the cut test cuts after these)
 
 `key` is the template with its fields written `{}` (generator.catalog.template_key).
 `why` becomes the template's note. An `entry:` decision is applied only when one of
@@ -71,6 +73,7 @@ def _decide(t: C.Template, d: dict, ids: set[str], sigs: dict, where: str) -> st
         raise SystemExit(f"{where}: unknown entry {unknown[0]!r}")
     t.entry = t.collateral = t.benign = t.uncovered = None
     t.note = (d.get("why") or "").strip() or t.note
+    t.key_words = d.get("key_words") or t.key_words
     if d.get("entry"):
         rendered = C.Rendered([t])
         if any(rendered.matches(rx) for rx in sigs.get(d["entry"], [])):

@@ -1364,15 +1364,19 @@ def _force_repeats(monkeypatch, scan, on: bool) -> None:
         monkeypatch.setattr(scan, "REPEAT_MIN", 10 ** 9)
 
 
-def _digit_variants(sig_regex: str, line: str, n: int, seed: int) -> list[str] | None:
+def _digit_variants(sig_regex: str, line: str, n: int, seed: int, matching: bool = False) -> list[str] | None:
     """n copies of line with its numbers changed so that the signature no longer matches it
-    (the same shape: scan.REPEAT_NOTE drops digits); None when no such change is found."""
+    (or, with matching, still matches it; the same shape: scan.REPEAT_NOTE drops digits);
+    None when no such change is found."""
     import random
     rng = random.Random(seed)
     out = []
     for _ in range(n * 4):
-        v = re.sub(r"\d+", lambda m: str(rng.randrange(10 ** len(m.group(0)))), line)
-        if not re.search(sig_regex, v) and not re.search(sig_regex, parse_prefix(v)[1]):
+        # (to keep a match, some numbers are left as they are: a signature may name one)
+        v = re.sub(r"\d+", lambda m: str(rng.randrange(10 ** len(m.group(0))))
+                   if not matching or rng.random() < 0.5 else m.group(0), line)
+        hit = bool(re.search(sig_regex, v) or re.search(sig_regex, parse_prefix(v)[1]))
+        if hit == matching and v != line:
             out.append(v)
             if len(out) == n:
                 return out
@@ -1386,7 +1390,8 @@ def test_repeated_reader_lines_give_the_reports_of_the_plain_scan(entries, index
     kinds of planted files get the report of the plain scan: benign lines that hold a reader's
     word and an anchor around a real example line of that anchor's signature; and real example
     lines whose numbers were changed so that their own signature does not match them (the same
-    shape: what the union of supersets must still tell apart), around the real line."""
+    shape: what the union of supersets must still tell apart), around the real line, and such
+    lines followed by ones whose changed numbers still match (a shape first inert, then saturated)."""
     from bench.profiles import generate_line_type, line_types
     from faildex import scan
 
@@ -1402,7 +1407,7 @@ def test_repeated_reader_lines_give_the_reports_of_the_plain_scan(entries, index
     planted_files = _plant_examples([a for a in index["anchors"] if any(w.decode() in a for w in reader)],
                                     index, lines, tmp_path, "reader", 200)
     logs += planted_files
-    planted, digits = len(planted_files), 0
+    planted, digits, mixed = len(planted_files), 0, 0
     for n, sig in enumerate(index["signatures"]):
         if not re.search(r"(?<!\\)\d", sig["regex"].replace("{", " ").replace("}", " ")):
             continue
@@ -1415,13 +1420,21 @@ def test_repeated_reader_lines_give_the_reports_of_the_plain_scan(entries, index
                 p.write_text("\n".join(variants[:60] + [ln] + variants[60:]) + "\n")
                 logs.append(p)
                 digits += 1
+                # a shape whose lines first record nothing, then this signature's finding (as
+                # their digits fall): learnt inert, then saturated, it must stay read and counted
+                matching = _digit_variants(sig["regex"], ln, 60, n + 1, matching=True)
+                if matching:
+                    p = tmp_path / f"digits{n:04d}-then.log"
+                    p.write_text("\n".join(variants[:60] + matching + [ln]) + "\n")
+                    logs.append(p)
+                    mixed += 1
             break
     counted = _count_blanked(monkeypatch, scan)
     got = {}
     for on in (True, False):
         _force_repeats(monkeypatch, scan, on)
         got[on] = [diagnose([str(p)], index) for p in logs]
-    assert planted > 40 and digits > 10 and len(logs) > 500, (planted, digits, len(logs))
+    assert planted > 40 and digits > 10 and mixed > 10 and len(logs) > 500, (planted, digits, mixed, len(logs))
     assert sum(counted) > 12_000, sum(counted)        # lines blanked and counted, not read: 17,816 today
     for path, a, b in zip(logs, got[True], got[False]):
         for r in (a, b):

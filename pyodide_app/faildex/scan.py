@@ -1087,7 +1087,7 @@ class Source:
         cuts = self.plan.reader_cuts(reader)
         for shape, c in shapes.items():
             if c >= REPEAT_READS and len(shape) <= REPEAT_LINE and shape not in self._inert \
-                    and not any(cut in shape for cut in cuts):
+                    and shape not in self._saturated and not any(cut in shape for cut in cuts):
                 self._inert.add(shape)
 
     def _signature_lines(self, buf: bytes, starts: list[int], spans: dict[int, int]) -> tuple[set[int], set[int]]:
@@ -1164,7 +1164,10 @@ class Source:
                     others = frozenset(n for n in plan.shape_signatures(shape)
                                        if n not in found and plan.may_hold(n, shape))
                     self._saturated[shape] = (found, others)
-                else:
+                    # (a shape whose lines record a finding or nothing, as their digits fall, is
+                    # saturated, not inert: _finds sends the lines that differ back to be read)
+                    self._inert.discard(shape)
+                elif shape not in self._saturated:
                     self._inert.add(shape)
 
     def _state(self) -> tuple:
