@@ -310,6 +310,17 @@ def test_dropped_flight_recorder_dumps_name_the_suspect_rank(page, root):
     }""")
 
 
+def test_a_dropped_nccl_ras_json_status_names_the_rank_behind(page, root):
+    # `ncclras -f json` as NCCL 2.30.7 prints it (tests/data/ras): rank 5 launched one
+    # AllReduce fewer than the other seven; read whole as a dump, not scanned as a log
+    drop_files(page, [root / "tests" / "data" / "ras" / "ras-2.30.7-rank5-behind.json"])
+    assert diagnose_and_wait(page) == "collective-hang-one-rank-stuck"
+    suspects = page.locator("[data-testid=suspects] > ul > li")
+    assert suspects.count() == 1
+    assert (suspects.first.get_attribute("data-rank"), suspects.first.get_attribute("data-kind")) == ("5", "behind")
+    assert page.locator("[data-testid=verdict]").inner_text().startswith("Rank 5 on 10.0.77.185 is the first suspect")
+
+
 def test_a_phone_reads_who_started_it_first(chromium, origin, root):
     # A real torchrun hang (tests/data/job: rank 2 sleeps, ranks 0 and 1 time out, torchrun's
     # Root Cause block names rank 1) dropped on a 390 px phone: the verdict sentence, the rank

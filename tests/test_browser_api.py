@@ -82,6 +82,8 @@ def test_dumps_are_told_from_logs_and_a_bad_one_is_refused_in_one_line(index_tex
     dump = next((R22 / "fr").iterdir())
     assert s.dump_kind(dump.read_bytes()[:8192]) == "fr"
     assert s.dump_kind(b"[rank0]: hello\n") == ""
+    ras = ROOT / "tests" / "data" / "ras" / "ras-2.30.7-rank5-behind.json"
+    assert s.dump_kind(ras.read_bytes()[:8192]) == "ras"
     assert s.add_dump(dump.name, dump.read_bytes()) == ""
     why = s.add_dump("comm_lib_trace_rank_7", b"\x80\x05not a pickle at all")
     assert why.startswith("comm_lib_trace_rank_7") and "\n" not in why

@@ -614,3 +614,53 @@ def test_a_size_mismatch_names_the_odd_rank_among_the_two_the_algorithm_leaves(i
         receiver, sender = top[0]["rank"], top[1]["rank"]
         assert report["job"]["size_pair"] == {"op": want["op"], "sender": sender, "receivers": [receiver]}
         assert "cannot tell" in report["verdict"] and f"in {want['op']}" in report["verdict"]
+
+
+# NCCL RAS status documents (`ncclras -f json`), printed by NCCL's own JSON writer for a
+# set state (tests/data/ras/make_ras_json.py says how)
+RAS = ROOT / "tests" / "data" / "ras"
+
+
+def test_an_nccl_ras_json_status_is_a_dump_not_a_log():
+    head = (RAS / "ras-2.30.7-rank5-behind.json").read_bytes()[:8192]
+    assert is_artifact(head) == "ras"
+    # a flight-recorder dump in JSON form is not taken for one
+    assert is_artifact(b'{"version": "2.9", "pg_config": {}, "entries": []}') == "fr"
+
+
+def test_a_rank_that_launched_fewer_collectives_is_the_hang_named_from_ras_json(index):
+    r = diagnose([str(RAS / "ras-2.30.7-rank5-behind.json")], index)
+    top = r["suspects"][0]
+    assert (top["rank"], top["kind"], top["host"]) == (5, "behind", "10.0.77.185")
+    assert [s["rank"] for s in r["suspects"]] == [5]
+    assert r["primary"]["id"] == "collective-hang-one-rank-stuck"
+    ev = top["evidence"][0]
+    # the line of rank 5's entry in the document, as printed
+    line = (RAS / "ras-2.30.7-rank5-behind.json").read_text().splitlines()[ev["line"] - 1]
+    assert line.strip() == '"rank": 5,'
+    assert r["verdict"].startswith("Rank 5 on 10.0.77.185 is the first suspect")
+
+
+def test_a_missing_rank_in_nccl_2_28_ras_json_is_read_despite_its_missing_comma(index, capsys):
+    path = RAS / "ras-2.28.9-rank3-missing.json"
+    with pytest.raises(ValueError):
+        json.loads(path.read_text())      # NCCL 2.28.7-2.28.9 print it so (fixed in 2.29.2)
+    r = diagnose([str(path)], index)
+    top = r["suspects"][0]
+    assert (top["rank"], top["kind"], top["host"]) == (3, "missing", "10.0.77.186")
+    assert "not answering" in top["why"] and r["primary"]["id"] == "collective-hang-one-rank-stuck"
+    code, out, _ = run_cli(capsys, index, str(path))
+    assert code == 0 and "Rank 3 on 10.0.77.186 is the first suspect" in out
+
+
+def test_a_healthy_ras_json_status_names_nobody(index):
+    r = diagnose([str(RAS / "ras-2.29.7-healthy.json")], index)
+    assert r["suspects"] == [] and r["primary"] is None
+    assert r["inputs"][-1]["kind"] == "NCCL RAS status (JSON, NCCL 2.29.7, 2 communicators)"
+
+
+def test_a_broken_ras_json_status_gets_one_line(capsys, index, tmp_path):
+    bad = tmp_path / "ras.json"
+    bad.write_text('{"nccl_version": "2.29.7", "communicators": [ {\n')
+    code, _, err = run_cli(capsys, index, str(bad))
+    assert code == 2 and f"{bad}: not an NCCL RAS JSON status" in err and err.count("\n") == 1

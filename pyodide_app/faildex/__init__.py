@@ -195,9 +195,9 @@ def _gunzip(stream, chunk_size: int):
 
 
 def _read_dump(d: Diagnosis, path: str) -> bool:
-    """Give a dump file to d whole. True for a flight-recorder dump (read only as a dump);
-    False for a log, and for a stack dump, which is read as a log too (a faulthandler
-    block often sits inside a rank's stderr)."""
+    """Give a dump file to d whole. True for a flight-recorder dump or an NCCL RAS JSON
+    status (read only as dumps); False for a log, and for a stack dump, which is read as
+    a log too (a faulthandler block often sits inside a rank's stderr)."""
     from .frdump import MAX_DUMP_BYTES
     try:
         with open(path, "rb") as fh:
@@ -212,7 +212,7 @@ def _read_dump(d: Diagnosis, path: str) -> bool:
         d.add_dump(path, data)
     except DumpError as err:
         raise InputError(str(err)) from None
-    return kind == "fr"
+    return kind in ("fr", "ras")
 
 
 def diagnose(paths, index, baseline=None, progress=None, workers: int = 1) -> dict:

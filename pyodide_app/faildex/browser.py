@@ -92,7 +92,7 @@ class Session:
         self.d.close(name, truncated or None)
 
     def dump_kind(self, head) -> str:
-        """What a file's first bytes say it is ("fr" or "stack"), "" for a log. Dumps are read
+        """What a file's first bytes say it is ("fr", "ras" or "stacks"), "" for a log. Dumps are read
         whole, as bytes (a pickle is not text)."""
         return is_artifact(_bytes(head)) or ""
 

@@ -61,7 +61,8 @@ def main(argv: list[str], index_path=None) -> int:
         description="Name the failure that started it all. Give one log per rank or node; "
                     "'-' reads stdin; .gz is read transparently. PyTorch flight-recorder dumps "
                     "(pickle or JSON) and py-spy/faulthandler stack dumps, one per rank, named with "
-                    "the rank at the end (nccl_trace_rank_3), name the rank that hung. A folder "
+                    "the rank at the end (nccl_trace_rank_3), name the rank that hung; so does an "
+                    "NCCL RAS status saved with `ncclras -f json`. A folder "
                     "stands for every file under it.",
         epilog="Exit codes: 0 report printed (whatever it found); 2 bad usage or unreadable input.")
     ap.add_argument("files", nargs="+", metavar="FILE")

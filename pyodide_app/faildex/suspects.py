@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from . import frdump, stacks
+from . import frdump, ncclras, stacks
 
 # In order of how specifically each kind names what the rank did wrong; a rank named by
 # several kinds of evidence is listed once, under the first of its kinds here. A line that
@@ -237,6 +237,7 @@ class Artifacts:
     def __init__(self):
         self.fr: list[dict] = []
         self.stacks: list[dict] = []
+        self.ras: list[dict] = []
         self.inputs: list[dict] = []
 
     def add(self, name: str, data: bytes) -> str:
@@ -245,6 +246,11 @@ class Artifacts:
             d = frdump.load(name, data)
             self.fr.append(d)
             kind = f"flight-recorder dump ({d['form']}, rank {d['rank']}, {len(d['entries'])} entries)"
+        elif ncclras.looks_like_ras(data[:8192]):
+            d = ncclras.load(name, data)
+            self.ras.append(d)
+            kind = (f"NCCL RAS status (JSON{', NCCL ' + d['nccl_version'] if d['nccl_version'] else ''}, "
+                    f"{len(d['comms'])} communicator{'s' if len(d['comms']) != 1 else ''})")
         elif stacks.looks_like_stacks(data[:8192]):
             # not listed in inputs: diagnose() and the browser read a stack dump as a log too
             d = stacks.load(name, data)
@@ -252,16 +258,20 @@ class Artifacts:
             return f"{d['form']} stack dump" + (f" (rank {d['rank']})" if d["rank"] is not None else
                                                 " (no rank in the file name: not compared)")
         else:
-            raise frdump.DumpError(f"{name}: neither a flight-recorder dump nor a py-spy/faulthandler stack dump")
+            raise frdump.DumpError(f"{name}: neither a flight-recorder dump, an NCCL RAS JSON status nor a "
+                                   f"py-spy/faulthandler stack dump")
         self.inputs.append({"name": name, "bytes": len(data), "lines": 0, "status": "ok",
                             "messages": [], "kind": kind})
         return kind
 
 
 def is_artifact(head: bytes) -> str | None:
-    """'fr' for a flight-recorder dump, 'stacks' for a stack dump, None for a log."""
+    """'fr' for a flight-recorder dump, 'ras' for an NCCL RAS JSON status, 'stacks' for a
+    stack dump, None for a log."""
     if frdump.looks_like_dump(head):
         return "fr"
+    if ncclras.looks_like_ras(head):
+        return "ras"
     if stacks.looks_like_stacks(head):
         return "stacks"
     return None
@@ -275,6 +285,7 @@ def find(report: dict, sources: list, artifacts: Artifacts | None = None, index:
         (s["rank"] for s in decided or [] if s["kind"] == "crashed"), None))
     if artifacts is not None:
         found += frdump.analyze(artifacts.fr, received_more)
+        found += ncclras.analyze(artifacts.ras)
         found += stacks.analyze(artifacts.stacks)
     found = [dict(s, evidence=list(s["evidence"]), order=n) for n, s in enumerate(decided or [])] + found
     hosts = _hosts(sources)

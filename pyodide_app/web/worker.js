@@ -242,8 +242,9 @@ async function readyScanners(size) {
   return scanners.filter((s) => s.ready);
 }
 
-// "fr" for a flight-recorder dump (pickle or JSON), "stacks" for a py-spy/faulthandler
-// stack dump, told by the first bytes; either goes to the engine whole, as bytes.
+// "fr" for a flight-recorder dump (pickle or JSON), "ras" for an NCCL RAS JSON status,
+// "stacks" for a py-spy/faulthandler stack dump, told by the first bytes; each goes to the
+// engine whole, as bytes.
 const DUMP_MAX = 256 << 20;
 async function dumpKind(file) {
   if (file.size > DUMP_MAX) return "";
@@ -279,7 +280,7 @@ async function scan(inputs) {
           const problem = api.add_dump(input.name, new Uint8Array(await input.file.arrayBuffer()));
           if (problem) { postMessage({ type: "error", message: problem }); return; }
         }
-        if (kind === "fr") {      // a stack dump is read as a log too
+        if (kind === "fr" || kind === "ras") {      // a stack dump is read as a log too
           finished = true;
           report(input.file.size);
         } else {
