@@ -1472,8 +1472,9 @@ def test_a_repeated_reader_line_type_is_counted_not_read(index, monkeypatch, kin
 
 @pytest.mark.parametrize("kind", ["re2", "passes"])
 def test_a_repeated_failure_line_is_counted_not_read(entries, index, monkeypatch, tmp_path, kind):
-    """3 MB of one real failure line as printed (a missing optional module, an accelerate misuse),
-    its numbers changed on every line, then torchrun's rendezvous timeout: once the shape has
+    """3 MB of one real failure line as printed (a missing optional module, an accelerate misuse,
+    vLLM's 1.3 kB list of supported architectures, a CUDA graph capture error without a number
+    in it), its numbers changed on every line, then torchrun's rendezvous timeout: once the shape has
     recorded the same findings REPEAT_READS times in a row it is saturated, and its lines are
     checked against its signatures and counted, not read (fewer than 5 % read in full); the
     report is the one read without shapes: counts, first and latest findings, error lines."""
@@ -1482,7 +1483,8 @@ def test_a_repeated_failure_line_is_counted_not_read(entries, index, monkeypatch
 
     _prefilter(kind, monkeypatch)
     lines = _example_lines(entries)
-    for eid in ("pytorch-optional-dependency-missing", "accelerate-api-misuse"):
+    for eid in ("pytorch-optional-dependency-missing", "accelerate-api-misuse", "vllm-unsupported-architecture",
+                "cuda-graph-capture-error"):
         line = next(ln for ln in lines[eid] if primary_id(run_text(index, ln + "\n")) == eid)
         path = tmp_path / f"{eid}.log"
         example_line_file(path, line, 3_000_000, 0)

@@ -62,7 +62,7 @@ REWRITTEN = ("\x1b", "\\", '{"')
 # A buffer with at least this many candidate lines sorts them in bulk (Source._live)
 BULK_LINES = 16
 SCAN_SLICE = 1 << 20      # a chunk is scanned in slices of about this size (Source._scan)
-FIRST_SLICE = 1 << 17     # the first one while no line shape is known to be inert
+FIRST_SLICE = 1 << 14     # the first one while no line shape is inert or saturated, each next 8x
 SAMPLE_BYTES = 1 << 16   # of the candidates, to choose the live passes' key bytes
 # How skipped lines are read for their origin (_origin): every one until ORIGIN_QUIET in a
 # row name no new host or rank, then one in ORIGIN_SAMPLE lines, the gap doubling after each
@@ -93,7 +93,7 @@ ORIGIN_QUIET, ORIGIN_SAMPLE, ORIGIN_SAMPLE_MAX = 2048, 32, 4096
 REPEAT_MIN = 64
 REPEAT_READS = 16
 REPEAT_SHAPES = 4096      # shapes remembered per input
-REPEAT_LINE = 1024        # a longer line is always read
+REPEAT_LINE = 4096        # a longer line is always read (shapes kept: at most REPEAT_SHAPES of them)
 _SHAPE_DELETE = b"0123456789abcdefABCDEF"
 _RUNS = re.compile(b"\x01+")      # runs of blanked lines among a buffer's (Source._mask)
 _SPACES = b" " * (1 << 20)
@@ -666,20 +666,21 @@ class Source:
     def _scan(self, buf: bytes, end: int, final: bool, cr: bool | None = None) -> None:
         """Scan buf[:end] (cr: whether buf holds a \r, when the caller knows), in slices of
         about SCAN_SLICE bytes cut after a \n while shapes are being learnt: what a slice
-        teaches (REPEAT_NOTE) serves the next one already. Where the first slice read no
+        teaches (REPEAT_NOTE) serves the next one already. Where the first slices read no
         shaped line the rest goes in one piece (each slice probes its start again)."""
         at = self.offset + self.bytes - len(buf)     # where buf starts in the input
-        lo = 0
-        while end - lo > 2 * SCAN_SLICE and (lo == 0 or self._repeat or self._inert):
-            # while no shape is inert yet, a first slice of FIRST_SLICE: what it teaches serves
-            # the rest of the buffer sooner (a file of one benign line type holding "KeyError:"
-            # scanned its first 1 MB line by line: ~0.1 s of 0.4)
-            size = FIRST_SLICE if lo == 0 and not self._inert else SCAN_SLICE
+        lo, size = 0, FIRST_SLICE
+        while end - lo > 2 * SCAN_SLICE and (lo == 0 or size < SCAN_SLICE or self._repeat or self._inert):
+            # while no shape is inert or saturated yet, slices of FIRST_SLICE, then 8 and 64
+            # times that: what they teach serves the rest of the buffer sooner (a file of one
+            # benign line type holding "KeyError:" scanned its first 1 MB line by line, ~0.1 s
+            # of 0.4; a failure line repeated, saturated after 17 reads, its first 128 kB)
+            size = SCAN_SLICE if self._inert or self._saturated else min(size, SCAN_SLICE)
             hi = buf.rfind(b"\n", lo + size // 2, lo + size) + 1
             if hi == 0:
                 break
             self._scan_slice(buf[lo:hi], hi - lo, False, cr, at + lo)
-            lo = hi
+            lo, size = hi, size * 8
         self._scan_slice(buf[lo:] if lo else buf, end - lo, final, cr, at + lo)
 
     def _scan_slice(self, buf: bytes, end: int, final: bool, cr: bool | None, at: int) -> None:
@@ -732,8 +733,9 @@ class Source:
             # counted, but for each shape's last one here, which is read (the latest finding
             # and error line are where they are)
             others_may, self._others_may = self._others_may, set()
+            finds: dict[tuple, bool] = {}      # (a line, whether the others may match) -> _finds
             counts_for = {start: saturated[shape][0] for start, shape in shapes.items() if shape in saturated
-                          and self._finds(buf[start:spans[start]], saturated[shape], start in others_may)}
+                          and self._finds_once(finds, buf[start:spans[start]], saturated[shape], start in others_may)}
             last_of = {shapes[start]: start for start in counts_for}
             job = self.job
             counted_to, line_no = 0, self.lines
@@ -961,17 +963,19 @@ class Source:
     def _masked_lines(self, masked: "Masked", spans: dict[int, int]) -> None:
         """The blanked lines (Source._mask): those a signature may match go back to spans,
         to be read; the others are counted as error lines where their shape is one, and
-        their origins read as skipped lines' are."""
+        their origins read as skipped lines' are. Each distinct line is checked once (a
+        line repeated over and over: once a buffer)."""
         plan = self.plan
         saturated = self._saturated
-        maybe: set[int] = set()
+        shape_of = dict(zip(masked.lines, masked.shapes))     # each distinct line's shape
+        read: set[bytes] = set()        # distinct lines whose copies go back to be read
+        counted: list[bytes] = []       # lines of saturated shapes that record just their findings
         for sat in (False, True):
-            group = [i for i, sh in enumerate(masked.shapes) if (sh in saturated) == sat]
-            if not group:
+            lines = [ln for ln, sh in shape_of.items() if (sh in saturated) == sat]
+            if not lines:
                 continue
-            lines = [masked.lines[i] for i in group]
             block = b"\n".join(lines)
-            checked, shapes = lines, {masked.shapes[i] for i in group}
+            checked, shapes = lines, {shape_of[ln] for ln in lines}
             plain = b"\\" not in block       # (else also read unescaped: shapes tell nothing of those forms)
             if not plain:
                 checked = [_checked_form(ln) for ln in lines]
@@ -979,23 +983,36 @@ class Source:
             ids = (frozenset().union(*(saturated[sh][1] for sh in shapes)) if sat
                    else plan.block_signatures(shapes, block, plain))
             union = plan.signature_union(ids, repeated=True, shapes=shapes if plain else None) if ids else None
-            hit = set(range(len(group))) if ids and union is None else \
+            hit = set(range(len(lines))) if ids and union is None else \
                 _block_lines(union, block, checked) if union is not None else set()
             if not sat:
-                maybe.update(group[k] for k in hit)
+                read.update(lines[k] for k in hit)
                 continue
-            # a saturated shape's line that records just its findings is counted for them, but
-            # for each shape's last one, which is read (Source._finds); the others are read
-            last: dict[bytes, int] = {}
-            for k, i in enumerate(group):
-                sh = masked.shapes[i]
-                if self._finds(masked.lines[i], saturated[sh], k in hit):
-                    if sh in last:
-                        for n in saturated[sh][0]:
-                            self.counts[n] += 1
-                    last[sh] = i
+            # a saturated shape's line that records just its findings is counted for them
+            # (Source._finds); the others are read
+            for k, ln in enumerate(lines):
+                if self._finds(ln, saturated[shape_of[ln]], k in hit):
+                    counted.append(ln)
                 else:
-                    maybe.add(i)
+                    read.add(ln)
+        maybe = {i for i, ln in enumerate(masked.lines) if ln in read} if read else set()
+        if counted:
+            # every copy is counted but each shape's last, which is read: the latest finding
+            # and error line are where they are
+            copies = Counter(masked.lines)
+            for ln in counted:
+                for n in saturated[shape_of[ln]][0]:
+                    self.counts[n] += copies[ln]
+            last: dict[bytes, int] = {}
+            left, wanted = set(counted), {shape_of[ln] for ln in counted}
+            for i in range(len(masked.lines) - 1, -1, -1):
+                sh = masked.shapes[i]
+                if sh not in last and masked.lines[i] in left:
+                    last[sh] = i
+                    for n in saturated[sh][0]:
+                        self.counts[n] -= 1
+                    if len(last) == len(wanted):
+                        break
             maybe.update(last.values())
         if maybe:
             keep = [i for i in range(len(masked.starts)) if i not in maybe]
@@ -1175,6 +1192,13 @@ class Source:
         findings' counts."""
         return (len(self.facts), self.job.state(), self.hang.state())
 
+    def _finds_once(self, seen: dict, seg: bytes, saturated: tuple, others_may: bool) -> bool:
+        """_finds, asked once per distinct line (seen: this buffer's answers so far)."""
+        ok = seen.get((seg, others_may))
+        if ok is None:
+            ok = seen[(seg, others_may)] = self._finds(seg, saturated, others_may)
+        return ok
+
     def _finds(self, seg: bytes, saturated: tuple, others_may: bool) -> bool:
         """Whether a line of a saturated shape (ASCII, no escape) records exactly its
         signatures' findings, as _candidate would (`^`: on the message after the prefix): each
@@ -1245,6 +1269,14 @@ class Source:
             self.pending.append(d)
         return d
 
+    def _head_words(self) -> frozenset:
+        """The words the head still looks for: context keys and context signatures' literals
+        read from fewer than HEAD_KEY_LINES lines."""
+        plan, key_lines = self.plan, self.head_key_lines
+        return frozenset([k for k in plan.context_keys if key_lines.get(k, 0) < HEAD_KEY_LINES]
+                         + [lit for lit, sigs in plan.context_sigs_by_literal.items()
+                            if any(self.counts.get(n, 0) < HEAD_KEY_LINES for n, _, _ in sigs)])
+
     def _head(self, buf: bytes, end: int) -> None:
         region = buf[:min(end, HEAD_BYTES)]
         plan = self.plan
@@ -1258,16 +1290,20 @@ class Source:
             # slices, each with the passes of the words still wanted, so that a line
             # printed on every line of the head ("huggingface/tokenizers: The current
             # process just got forked") stops costing a Python loop once it has been read.
-            words = frozenset([k for k in plan.context_keys if key_lines.get(k, 0) < HEAD_KEY_LINES]
-                              + [lit for lit, sigs in plan.context_sigs_by_literal.items()
-                                 if any(self.counts.get(n, 0) < HEAD_KEY_LINES for n, _, _ in sigs)])
+            words = self._head_words()
             if not words:
                 break
             stop = region.find(b"\n", min(begin + HEAD_SLICE, len(region)))
             stop = len(region) if stop == -1 else stop + 1
             spans: dict[int, int] = {}
             _collect_spans(plan.word_passes(words, region[:SAMPLE_BYTES]), region, stop, cr, spans, begin)
-            for start in sorted(spans):
+            restart = None
+            for j, start in enumerate(sorted(spans)):
+                if j % 64 == 63 and self._head_words() != words:
+                    # a word was read enough: the rest of this slice goes with the passes of
+                    # the words left (a scan slice's head may be shorter than HEAD_SLICE)
+                    restart = start
+                    break
                 seg = region[start:spans[start]]
                 text = None
                 present = plan.head_words_in(seg)
@@ -1296,7 +1332,7 @@ class Source:
                         # counted now, placed once: the prefix is parsed for the last one only
                         self.counts[n] += 1
                         latest[n] = (line_no + 1, text, m)
-            begin = stop
+            begin = stop if restart is None else restart
         for n, (line, text, m) in latest.items():
             self.findings[n][-1] = self._context_finding(line, text, m)
 
@@ -2060,7 +2096,17 @@ def _re2_signature(re2, pattern: str) -> str | None:
 def _block_lines(union: list, block: bytes, lines: list[bytes]) -> set[int]:
     """The lines (their indexes) of block, lines joined by \\n, that a regex of union
     matches in: a superset's match may span lines (a \\s matches the \\n between two), and
-    each line it touches may hold a signature's match."""
+    each line it touches may hold a signature's match. Mostly repeated lines are searched
+    once each (a line that holds a match is found whatever its neighbours; one a match
+    only touches may be found or not, and neither can hold a signature's match alone)."""
+    if len(lines) >= 64:
+        first: dict[bytes, int] = {}
+        for ln in lines:
+            first.setdefault(ln, len(first))
+        if len(first) * 2 <= len(lines):
+            uniq = list(first)
+            hit = _block_lines(union, b"\n".join(uniq), uniq)
+            return {k for k, ln in enumerate(lines) if first[ln] in hit}
     found: set[int] = set()
     offsets = None
     for rx in union:
