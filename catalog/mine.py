@@ -5,6 +5,7 @@
     python catalog/mine.py pytorch --tree /path/to/site-packages --release 2.13.0
     python catalog/mine.py cuda-runtime --libcudart path/to/libcudart.so.12 --release 12.9.79
     python catalog/mine.py kubelet --git /work/.mirror/OWNER+kubernetes-1.28.7/repo --tags HEAD --release 1.28.7
+    python catalog/mine.py nvidia-xid --table catalog/nvidia-xid-catalog.tsv --release 2026-12-08
 
 Each run reads one or more releases of one project (git tags, an installed wheel's
 source, a shared library), extracts every error- and warning-level message the
@@ -1148,6 +1149,29 @@ def mine_go(src: str, rel: str, fmt_args: dict[str, list[str]] | None = None) ->
     return sorted(out, key=lambda f: int(f["where"].rsplit(":", 1)[1]))
 
 
+# ---------------------------------------------------------------- NVIDIA Xid catalog (documentation)
+
+# The driver logs an Xid as "NVRM: Xid (PCI:%04x:%02x:%02x): %d, pid=%s, name=%s, %s%s"
+# (open-gpu-kernel-modules src/nvidia/src/kernel/gpu/rc/kernel_rc.c, XID_PRINT_WITH_ATTR); the text
+# after name= is the error's own and the catalog does not give it, so it stays a field.
+XID_LINE = "NVRM: Xid (PCI:{pci_device}): %s, pid={pid}, name={name}, {message}"
+
+
+def mine_xid_table(path: str) -> list[dict]:
+    """NVIDIA's Xid catalog (catalog/nvidia-xid-catalog.tsv: xid, mnemonic, description, immediate
+    action, as the page words them): one template per Xid the driver still logs, the kernel line
+    with the Xid number fixed. Rows the page describes as "Unused" (deprecated, or V100 and older)
+    are not templates."""
+    rows = [r.split("\t") for r in Path(path).read_text(encoding="utf-8").splitlines()
+            if r and not r.startswith("#")]
+    out = []
+    for xid, mnemonic, description, *_ in rows[1:]:
+        if description.strip() != "Unused":
+            out.append(dict(message=XID_LINE % xid, level="error", style="kernel-log",
+                            where=f"{mnemonic} = {xid}"))
+    return out
+
+
 def mine_nccl_results(src: str, rel: str) -> list[dict]:
     """ncclGetErrorString's table: what PyTorch prints after "NCCL error in: ...". """
     body = src[src.find("const char* ncclGetErrorString(ncclResult_t code) {"):]
@@ -1286,6 +1310,12 @@ def mine_release(project: str, args, ref: str | None) -> tuple[list[dict], dict]
             if args.tree and old and f["where"].rsplit(":", 1)[0] in partial:
                 f["message"], f["style"] = old.message, old.style
         return found, provenance
+    if project == "nvidia-xid":
+        return mine_xid_table(args.table), {
+            "source": "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html",
+            "page_date": "none shown; its newest rows name CUDA 12.9 / driver R575",
+            "ref": args.release, "mined_from": f"{Path(args.table).name}, the page's Xids sheet as read on {args.release}",
+            "line_format": "open-gpu-kernel-modules src/nvidia/src/kernel/gpu/rc/kernel_rc.c (XID_PRINT_WITH_ATTR) at 595.45.04"}
     if project == "cuda-runtime":
         lib = ctypes.CDLL(args.libcudart)
         lib.cudaGetErrorString.restype = ctypes.c_char_p
@@ -1319,13 +1349,14 @@ def merge_cpp_files(catalog: ProjectCatalog, release: str, provenance: dict, fou
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("project", choices=["nccl", "gloo", "pytorch", "cuda-runtime", "slurm", "kubelet", *PY_PROJECTS])
+    ap.add_argument("project", choices=["nccl", "gloo", "pytorch", "cuda-runtime", "slurm", "kubelet", "nvidia-xid", *PY_PROJECTS])
     ap.add_argument("--archive", help="the release's wheel or sdist (transformers, accelerate, ...)")
     ap.add_argument("--git", help="a git directory (nccl, gloo, slurm; kubelet: a copy of a release's tree)")
     ap.add_argument("--tags", nargs="*", default=["HEAD"], help="the releases to read, oldest first")
     ap.add_argument("--tree", help="site-packages holding the installed release (pytorch); kubelet: files with a COMMITS.tsv")
     ap.add_argument("--cpp-tree", help="copied C++ sources with a COMMITS.tsv (pytorch)")
     ap.add_argument("--libcudart", help="libcudart.so of the release (cuda-runtime)")
+    ap.add_argument("--table", help="the Xid catalog as a table (nvidia-xid: catalog/nvidia-xid-catalog.tsv)")
     ap.add_argument("--release", help="the release's version (pytorch, cuda-runtime, kubelet)")
     ap.add_argument("--fresh", action="store_true",
                     help="start the project's file empty instead of merging into it (then: catalog/apply.py --all)")

@@ -208,6 +208,8 @@ STYLES = {
     "k8s-event-warning": "  Warning  {raises}  12s   {source}  {message}",
     "k8s-event-normal": "  Normal   {raises}  12s   {source}  {message}",
     "k8s-condition": "    message: '{message}'",
+    # a kernel message as dmesg shows it: printk's "[%5lu.%06lu] " time stamp (the NVIDIA driver's Xids)
+    "kernel-log": "[ 8012.345678] {message}",
 }
 
 
