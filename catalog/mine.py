@@ -4,6 +4,8 @@
     python catalog/mine.py gloo --git /work/.mirror/pytorch+gloo/repo
     python catalog/mine.py pytorch --tree /path/to/site-packages --release 2.13.0
     python catalog/mine.py cuda-runtime --libcudart path/to/libcudart.so.12 --release 12.9.79
+    python catalog/mine.py kubelet --git /work/.mirror/OWNER+kubernetes-1.28.7/repo --tags HEAD --release 1.28.7
+    python catalog/mine.py nvidia-xid --table catalog/nvidia-xid-catalog.tsv --release 2026-12-08
 
 Each run reads one or more releases of one project (git tags, an installed wheel's
 source, a shared library), extracts every error- and warning-level message the
@@ -14,8 +16,8 @@ historical form stays matched). New templates start as `uncovered`. With --fresh
 project's file starts empty: what the miner read wrongly before goes, and the
 mappings come back from catalog/decisions/ (catalog/apply.py --all), where they live.
 
-Extraction is syntactic (Python: the ast module; C/C++: a small tokenizer over macro
-calls): literal text is kept, every runtime value becomes a `{name}` placeholder.
+Extraction is syntactic (Python: the ast module; C/C++ and Go: a small tokenizer over macro
+and function calls): literal text is kept, every runtime value becomes a `{name}` placeholder.
 """
 from __future__ import annotations
 
@@ -959,6 +961,217 @@ GLOO_MACROS = {
 }
 
 
+# ---------------------------------------------------------------- Go (Kubernetes)
+
+# The kubelet's and the scheduler's messages about a pod killed or refused for resources:
+# what `kubectl describe pod` shows as the pod's Message, its events, and the preemption
+# condition. Files read, with the functions whose fmt.Errorf texts reach the pod: the
+# device manager's allocation path, whose error the kubelet wraps in "Allocate failed due to
+# %v, which is unexpected" (cm/admission/errors.go; "Update plugin resources failed due to
+# %v, which is unexpected." in lifecycle/predicate.go before the topology manager).
+# Scheduler: the victim's event moved from scheduler.go (1.15) to framework/preemption/; the
+# error types whose text the kubelet's admission shows lived in scheduler/algorithm/predicates/
+# error.go before lifecycle/predicate.go had its own. Also read: the kubelet killing a pod to admit a
+# critical one (kubelet/preemption/) and for a graceful node shutdown (spot and preemptible VMs).
+# Of the scheduler's events only the victim's: the others are about placing pods, not killing them.
+KUBE_SCHEDULER_EVENTS = ("Preempted",)
+KUBE_SCOPE = ["pkg/kubelet/eviction/helpers.go", "pkg/kubelet/eviction/eviction_manager.go",
+              "pkg/kubelet/lifecycle/predicate.go", "pkg/kubelet/cm/admission/errors.go",
+              "pkg/kubelet/cm/devicemanager/manager.go", "pkg/scheduler/scheduler.go",
+              "pkg/scheduler/framework/preemption/preemption.go", "pkg/scheduler/algorithm/predicates/error.go",
+              "pkg/kubelet/preemption/preemption.go", "pkg/kubelet/nodeshutdown/nodeshutdown_manager_linux.go"]
+KUBE_ERRORF_FUNCS = {"pkg/kubelet/cm/devicemanager/manager.go": (
+    "devicesToAllocate", "allocateContainerResources", "callGetPreferredAllocationIfAvailable")}
+
+# Go's fmt verbs; %q prints the value quoted
+_GO_VERB = re.compile(r"%[-+# 0]*\d*(?:\.\d+)?([vTtbcdoOqxXUeEfFgGspw%])")
+_GO_CONST = re.compile(r'^\s*(?:const\s+)?(\w+)(?:\s+[\w.]+)?\s*=\s*"((?:[^"\\\n]|\\.)*)"', re.M)
+_GO_CONST_BLOCK = re.compile(r"^const\s*\((.*?)^\)|^const\s+\w+[^\n]*", re.M | re.S)
+
+
+def _go_consts(src: str):
+    """The string constants of a file (in `const` declarations only), as regex matches."""
+    return [m for b in _GO_CONST_BLOCK.finditer(src) for m in _GO_CONST.finditer(src, b.start(), b.end())]
+
+
+def _go_message_const(name: str) -> bool:
+    return name.endswith(("MessageFmt", "Message")) or name == "message"
+
+
+def go_format_args(files: dict[str, str]) -> dict[str, list[str]]:
+    """name -> the field names of a *MessageFmt constant, from a call that formats it
+    (`fmt.Sprintf(containerMessageFmt, container.Name, usage.String(), ...)`) in any file read;
+    "admitted" -> the message constants an admission result carries (`PodAdmitResult{...,
+    Message: nodeShutdownNotAdmittedMessage}`), which the pod shows after "Pod was rejected: "."""
+    out = {"admitted": []}
+    for src in files.values():
+        for m in re.finditer(r"\bfmt\.Sprintf\((\w+MessageFmt),", src):
+            args, _ = _c_call_args(src, m.end() - len(m.group(1)) - 2)
+            out.setdefault(m.group(1), [_go_name(a) for a in args[1:]])
+        for m in re.finditer(r"\bMessage:\s*(?:fmt\.Sprintf\()?(\w+)", src):
+            if m.group(1) != "message" and _go_message_const(m.group(1)) and \
+                    "PodAdmitResult{" in src[max(0, m.start() - 200):m.start()]:
+                out["admitted"].append(m.group(1))
+    return out
+
+
+def _go_name(tokens: list[tuple[str, str]]) -> str:
+    """A field name for a value: its last identifier (.String(), .Len() and .Error() dropped)."""
+    text = re.sub(r"\.(?:String|Len|Error)\(\)$", "", "".join(t for _, t in tokens).strip())
+    names = re.findall(r"[A-Za-z_]\w*", text)
+    return names[-1] if names else "value"
+
+
+def _go_format(fmt: str, args) -> str:
+    """A Sprintf/Errorf/Eventf format with its values as {name} fields."""
+    names = iter(_go_name(a) for a in args)
+
+    def sub(m):
+        if m.group(1) == "%":
+            return "%"
+        name = "{" + next(names, "value") + "}"
+        return f'"{name}"' if m.group(1) == "q" else name
+    return _GO_VERB.sub(sub, fmt.replace("{", "(").replace("}", ")"))
+
+
+def _go_text(tokens, consts: dict[str, str]) -> str | None:
+    """The template of one Go expression: a literal (or the file's string constant),
+    fmt.Sprintf/Sprint/Errorf of one, or literals and values joined with +."""
+    if not tokens:
+        return None
+    words = [t for _, t in tokens]
+    if words[0] in ("fmt.Sprintf", "fmt.Sprint", "fmt.Errorf") and len(words) > 1 and words[1] == "(":
+        args, _ = _c_call_args(" ".join(words[1:]), 0)
+        fmt = _go_text(args[0], consts) if args else None
+        return _go_format(fmt, args[1:]) if fmt is not None else None
+    parts, cur, depth = [], [], 0
+    for kind, text in tokens:      # split at top-level "+"
+        depth += text in "([{" if kind in ("open", "close") else 0
+        depth -= text in ")]}" if kind == "close" else 0
+        if kind == "other" and text == "+" and depth == 0:
+            parts.append(cur)
+            cur = []
+        else:
+            cur.append((kind, text))
+    parts.append(cur)
+    out, literal = [], False
+    for part in parts:
+        if part and all(k == "string" for k, _ in part):
+            out.append("".join(_c_unescape(t) for _, t in part).replace("{", "(").replace("}", ")"))
+            literal = True
+        elif len(part) == 1 and part[0][1] in consts:
+            out.append(consts[part[0][1]])
+            literal = True
+        else:
+            out.append("{" + _go_name(part) + "}")
+    return "".join(out) if literal else None
+
+
+def _go_reason(tokens, consts: dict[str, str]) -> str | None:
+    """An event's or an admission result's reason: a literal or one of the file's constants."""
+    if len(tokens) == 1 and tokens[0][0] == "string":
+        return _c_unescape(tokens[0][1])
+    return consts.get(tokens[0][1]) if len(tokens) == 1 else None
+
+
+def mine_go(src: str, rel: str, fmt_args: dict[str, list[str]] | None = None) -> list[dict]:
+    """The pod-facing messages of one Kubernetes Go file:
+    - string constants named *MessageFmt (the eviction messages; the reason is the file's
+      `Reason` constant), printed as the pod's status message;
+    - recorder Eventf/AnnotatedEventf calls with a literal format (the last literal argument;
+      the reason is the argument after the event type);
+    - `Message:` fields of admission results and pod conditions, `message = fmt.Sprintf(...)`
+      assignments (their reason is the next `Reason:` field), and the Sprintf of `Error()`
+      methods (error types whose text becomes the message);
+    - fmt.Errorf in the functions KUBE_ERRORF_FUNCS names for the file."""
+    src = _blank_comments(src)
+    consts = {m.group(1): _c_unescape('"' + m.group(2) + '"') for m in _go_consts(src)}
+    where = (lambda pos: f"{rel}:{line_of(src, pos)}")
+    # how the message reaches the pod: an admission result is shown after "Pod was rejected: "
+    admission = "k8s-rejected" if rel.startswith(("pkg/kubelet/lifecycle/", "pkg/kubelet/cm/admission/",
+                                                  "pkg/scheduler/algorithm/predicates/")) else None
+    out = []
+    fmt_args = fmt_args or {}
+    for m in _go_consts(src):
+        name = m.group(1)
+        if _go_message_const(name):
+            names = [[("other", n)] for n in fmt_args.get(name, [])]
+            # its reason: the constant named like it (nodeShutdownReason), else the file's Reason
+            reason = consts.get(re.sub(r"Message(Fmt)?$", "Reason", name)) if name != "message" else None
+            reason = reason or consts.get("Reason")
+            item = dict(message=_go_format(consts[name], names), level="error", where=where(m.start(1)),
+                        style="k8s-rejected" if name in fmt_args.get("admitted", ()) else "k8s-status")
+            if reason:
+                item["raises"] = reason
+            out.append(item)
+    for m in re.finditer(r"\b(?:Annotated)?Eventf\(", src):
+        args, _ = _c_call_args(src, m.end() - 1)
+        lits = [i for i, a in enumerate(args) if len(a) == 1 and a[0][0] == "string"]
+        kinds = [i for i, a in enumerate(args) if any("EventType" in t for _, t in a)]
+        if not lits or not kinds or lits[-1] <= kinds[0] + 1:
+            continue
+        normal = any("EventTypeNormal" in t for _, t in args[kinds[0]])
+        text = _go_format(_c_unescape(args[lits[-1]][0][1]), args[lits[-1] + 1:])
+        if not re.search(r"[A-Za-z]{3}", FIELD_RE.sub("", text)):
+            continue        # "%v" of an error: the words are someone else's
+        if rel.startswith("pkg/scheduler/") and _go_reason(args[kinds[0] + 1], consts) not in KUBE_SCHEDULER_EVENTS:
+            continue
+        out.append(dict(message=text, level="error",
+                        style="k8s-event-normal" if normal else "k8s-event-warning", where=where(m.start()),
+                        raises=_go_reason(args[kinds[0] + 1], consts)))
+    for m in re.finditer(r"\bMessage:|\bmessage\s*:?=\s*(?=fmt\.Sprint)|\) Error\(\) string \{\s*return ", src):
+        args, _ = _c_call_args("(" + src[m.end():], 0)
+        text = _go_text(args[0] if args else [], consts)
+        if text is None or text == consts.get(src[m.end():].split(",")[0].strip(), "") \
+                or not re.search(r"[A-Za-z]{3}", FIELD_RE.sub("", text)):
+            continue        # a variable, or a *MessageFmt constant already read where it is defined
+        reason = re.search(r"\bReason:\s*([\w.]+|\"[^\"]*\")", src[m.start() - 120 if m.group().startswith("Message") else m.end():][:600])
+        # a pod condition's message (DisruptionTarget) is read from the pod's YAML
+        condition = "PodCondition{" in src[max(0, m.start() - 300):m.start()]
+        item = dict(message=text, level="error", where=where(m.start()),
+                    style="k8s-condition" if condition else admission or "k8s-status")
+        reason = reason and _go_reason([("string" if reason.group(1)[0] == '"' else "other", reason.group(1))], consts)
+        if reason and "Error()" not in m.group():
+            item["raises"] = reason
+        out.append(item)
+    for name in KUBE_ERRORF_FUNCS.get(rel, ()):
+        head = re.search(r"^func \([^)]*\) " + name + r"\(", src, re.M)
+        if not head:
+            continue
+        end = src.find("\n}\n", head.end())
+        for m in re.finditer(r"\bfmt\.Errorf\(", src[head.end():end]):
+            pos = head.end() + m.start()
+            args, _ = _c_call_args(src, pos + len("fmt.Errorf"))
+            text = _go_text(args[0], consts) if args else None
+            if text is not None:
+                out.append(dict(message=_go_format(text, args[1:]), level="error", style="k8s-allocate",
+                                where=where(pos), raises="UnexpectedAdmissionError"))
+    return sorted(out, key=lambda f: int(f["where"].rsplit(":", 1)[1]))
+
+
+# ---------------------------------------------------------------- NVIDIA Xid catalog (documentation)
+
+# The driver logs an Xid as "NVRM: Xid (PCI:%04x:%02x:%02x): %d, pid=%s, name=%s, %s%s"
+# (open-gpu-kernel-modules src/nvidia/src/kernel/gpu/rc/kernel_rc.c, XID_PRINT_WITH_ATTR); the text
+# after name= is the error's own and the catalog does not give it, so it stays a field.
+XID_LINE = "NVRM: Xid (PCI:{pci_device}): %s, pid={pid}, name={name}, {message}"
+
+
+def mine_xid_table(path: str) -> list[dict]:
+    """NVIDIA's Xid catalog (catalog/nvidia-xid-catalog.tsv: xid, mnemonic, description, immediate
+    action, as the page words them): one template per Xid the driver still logs, the kernel line
+    with the Xid number fixed. Rows the page describes as "Unused" (deprecated, or V100 and older)
+    are not templates."""
+    rows = [r.split("\t") for r in Path(path).read_text(encoding="utf-8").splitlines()
+            if r and not r.startswith("#")]
+    out = []
+    for xid, mnemonic, description, *_ in rows[1:]:
+        if description.strip() != "Unused":
+            out.append(dict(message=XID_LINE % xid, level="error", style="kernel-log",
+                            where=f"{mnemonic} = {xid}"))
+    return out
+
+
 def mine_nccl_results(src: str, rel: str) -> list[dict]:
     """ncclGetErrorString's table: what PyTorch prints after "NCCL error in: ...". """
     body = src[src.find("const char* ncclGetErrorString(ncclResult_t code) {"):]
@@ -1062,6 +1275,47 @@ def mine_release(project: str, args, ref: str | None) -> tuple[list[dict], dict]
         for rel, src in files.items():
             found += mine_c(src, rel, SLURM_MACROS)
         return found, {"repository": "https://github.com/SchedMD/slurm", "ref": ref, "commit": commit_of(args.git, ref)}
+    if project == "kubelet":
+        partial = set()
+        if args.git:
+            # a copy of a release's tree (a git mirror): KUBE_SCOPE at the ref
+            files = {}
+            for path in KUBE_SCOPE:
+                files.update(git_files(args.git, ref, path, (".go",)))
+            mirror = Path(args.git).parent.name.replace("+", "/")
+            provenance = {"repository": "https://github.com/kubernetes/kubernetes", "ref": f"v{args.release}",
+                          "mined_from": f"the v{args.release} tree as copied in github.com/{mirror}",
+                          "commit": commit_of(args.git, ref)}
+        else:
+            # files read one by one (--tree DIR with COMMITS.tsv: path, commit, characters read;
+            # a file read only in part is a prefix of it, so its line numbers hold)
+            files, read, partial = {}, {}, set()
+            for row in (Path(args.tree) / "COMMITS.tsv").read_text().splitlines():
+                path, commit, chars = row.split("\t")[:3]
+                files[path] = (Path(args.tree) / path).read_text(encoding="utf-8")
+                read[path] = f"{commit} ({chars} characters)"
+                if len(set(re.findall(r"\d+", chars))) > 1:     # "3827 of 56788"
+                    partial.add(path)
+            provenance = {"repository": "https://github.com/kubernetes/kubernetes", "ref": args.release,
+                          "mined_from": "the files named, each at its commit", "files": read}
+        found, fmt_args = [], go_format_args(files)
+        for rel in KUBE_SCOPE:
+            if rel in files:
+                found += mine_go(files[rel], rel, fmt_args)
+        # a file read in part (the eviction constants without the calls that format them) keeps
+        # the field names and the style that a full reading of an earlier release gave its messages
+        known = load_project(HERE / "kubelet.yaml", "kubelet").templates
+        for f in found:
+            old = known.get(template_key(f["message"]))
+            if args.tree and old and f["where"].rsplit(":", 1)[0] in partial:
+                f["message"], f["style"] = old.message, old.style
+        return found, provenance
+    if project == "nvidia-xid":
+        return mine_xid_table(args.table), {
+            "source": "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html",
+            "page_date": "none shown; its newest rows name CUDA 12.9 / driver R575",
+            "ref": args.release, "mined_from": f"{Path(args.table).name}, the page's Xids sheet as read on {args.release}",
+            "line_format": "open-gpu-kernel-modules src/nvidia/src/kernel/gpu/rc/kernel_rc.c (XID_PRINT_WITH_ATTR) at 595.45.04"}
     if project == "cuda-runtime":
         lib = ctypes.CDLL(args.libcudart)
         lib.cudaGetErrorString.restype = ctypes.c_char_p
@@ -1095,23 +1349,25 @@ def merge_cpp_files(catalog: ProjectCatalog, release: str, provenance: dict, fou
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("project", choices=["nccl", "gloo", "pytorch", "cuda-runtime", "slurm", *PY_PROJECTS])
+    ap.add_argument("project", choices=["nccl", "gloo", "pytorch", "cuda-runtime", "slurm", "kubelet", "nvidia-xid", *PY_PROJECTS])
     ap.add_argument("--archive", help="the release's wheel or sdist (transformers, accelerate, ...)")
-    ap.add_argument("--git", help="a git directory (nccl, gloo)")
+    ap.add_argument("--git", help="a git directory (nccl, gloo, slurm; kubelet: a copy of a release's tree)")
     ap.add_argument("--tags", nargs="*", default=["HEAD"], help="the releases to read, oldest first")
-    ap.add_argument("--tree", help="site-packages holding the installed release (pytorch)")
+    ap.add_argument("--tree", help="site-packages holding the installed release (pytorch); kubelet: files with a COMMITS.tsv")
     ap.add_argument("--cpp-tree", help="copied C++ sources with a COMMITS.tsv (pytorch)")
     ap.add_argument("--libcudart", help="libcudart.so of the release (cuda-runtime)")
-    ap.add_argument("--release", help="the release's version (pytorch, cuda-runtime)")
+    ap.add_argument("--table", help="the Xid catalog as a table (nvidia-xid: catalog/nvidia-xid-catalog.tsv)")
+    ap.add_argument("--release", help="the release's version (pytorch, cuda-runtime, kubelet)")
     ap.add_argument("--fresh", action="store_true",
                     help="start the project's file empty instead of merging into it (then: catalog/apply.py --all)")
     args = ap.parse_args(argv)
     path = HERE / f"{args.project}.yaml"
     catalog = ProjectCatalog(project=args.project, path=path) if args.fresh else load_project(path, args.project)
-    refs = args.tags if args.project in ("nccl", "gloo", "slurm") else [None]
+    refs = args.tags if args.project in ("nccl", "gloo", "slurm") else args.tags[:1] if args.project == "kubelet" else [None]
     for ref in refs:
         found, provenance = mine_release(args.project, args, ref)
-        release = release_of_tag(ref) if ref and ref != "HEAD" else (args.release or provenance.get("commit", "")[:10])
+        release = release_of_tag(ref) if ref and ref != "HEAD" and args.project != "kubelet" else \
+            (args.release or provenance.get("commit", "")[:10])
         found = merge_cpp_files(catalog, release, provenance, found)
         catalog.add_release(release, provenance,
                             [Template.mined(args.project, f.pop("release", release), **f) for f in found])

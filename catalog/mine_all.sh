@@ -13,6 +13,8 @@
 #                                 Utils.hpp's assert* checks, are read for the .cpp files read with them)
 #   LIBCUDART                     libcudart.so.12 of nvidia-cuda-runtime-cu12==12.9.79
 #   WHEELS                        folder with the wheels and sdists named below
+#   KUBE_1_15_5 KUBE_1_28_7       git directories of copies of those Kubernetes release trees (README.md),
+#   KUBE_MASTER                   and the master files read one by one, with their COMMITS.tsv
 set -e
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-.venv/bin/python}
@@ -45,5 +47,12 @@ if [ -n "$WHEELS" ]; then
   done
 fi
 [ -n "$SLURM_GIT" ] && $M slurm --fresh --git "$SLURM_GIT" --tags slurm-23-11-11-1 slurm-24-11-6-1 slurm-25-11-7-1
+if [ -n "$KUBE_1_15_5" ] && [ -n "$KUBE_1_28_7" ]; then
+  $M kubelet --fresh --git "$KUBE_1_15_5" --tags c50e5c3c693a49337d46846cc204a17662fca218 --release 1.15.5
+  $M kubelet --git "$KUBE_1_28_7" --tags HEAD --release 1.28.7
+  [ -n "$KUBE_MASTER" ] && $M kubelet --tree "$KUBE_MASTER" --release master-2026-12-08
+fi
+# the Xid catalog is kept in the repository as a table (catalog/nvidia-xid-catalog.tsv)
+$M nvidia-xid --fresh --table catalog/nvidia-xid-catalog.tsv --release 2026-12-08
 $PY catalog/apply.py --all
 exit 0

@@ -196,6 +196,20 @@ STYLES = {
     "gloo-enforce": "RuntimeError: [enforce fail at /pytorch/third_party/gloo/{file}:{line}] {message}",
     "gloo-throw": "RuntimeError: [/pytorch/third_party/gloo/{file}:{line}] {message}",
     "gloo-log": "RuntimeError: [/pytorch/third_party/gloo/{file}:{line}] {message}",
+    # Kubernetes, as kubectl prints it (staging/src/k8s.io/kubectl/pkg/describe/describe.go):
+    # describe pod's "Message:\t%s" (tabwriter, padding 2), which the kubelet's rejectPod fills
+    # with "Pod was rejected: " + the admission message, itself "Allocate failed due to %v, which
+    # is unexpected" around a device manager error (pkg/kubelet/cm/admission/errors.go); an event
+    # row of DescribeEvents ("%v\t%v\t%s\t%v\t%v": type, reason, age, source, message, indented
+    # two spaces); a pod condition's message as `kubectl get pod -o yaml` quotes it.
+    "k8s-status": "Message:          {message}",
+    "k8s-rejected": "Message:          Pod was rejected: {message}",
+    "k8s-allocate": "Message:          Pod was rejected: Allocate failed due to {message}, which is unexpected",
+    "k8s-event-warning": "  Warning  {raises}  12s   {source}  {message}",
+    "k8s-event-normal": "  Normal   {raises}  12s   {source}  {message}",
+    "k8s-condition": "    message: '{message}'",
+    # a kernel message as dmesg shows it: printk's "[%5lu.%06lu] " time stamp (the NVIDIA driver's Xids)
+    "kernel-log": "[ 8012.345678] {message}",
 }
 
 
@@ -203,9 +217,10 @@ def printed_line(style: str, message: str, where: str, raises: str | None = None
     """The line as the software prints it (STYLES); an unknown style is the bare message."""
     file, _, line = where.rpartition(":")
     tool = "slurmstepd" if "slurmstepd" in file else file.split("/")[1] if file.count("/") > 1 else "srun"
+    source = "default-scheduler" if file.startswith("pkg/scheduler/") else "kubelet"   # an event's From
     return STYLES.get(style, "{message}").format(
         message=message, file=file, line=line, raises=raises or "RuntimeError",
-        warning=raises or "UserWarning", tool=tool)
+        warning=raises or "UserWarning", tool=tool, source=source)
 
 
 # ------------------------------------------------------------ files
