@@ -155,6 +155,14 @@ def test_ansi_colour_codes_do_not_hide_the_error(index):
     assert "\x1b" not in r["evidence"][0]["text"]
 
 
+def test_colour_codes_as_syslog_writes_them_do_not_hide_the_rank_or_the_error(index):
+    # rsyslog writes the ESC byte as "#033" (vllm-project/vllm#1160 shows "#033[2m#033[33m(raylet)")
+    r = run_text(index, "#033[2m[rank3]:#033[0m " + TIMEOUT_LINE.strip() + "#033[0m\n")
+    assert primary_id(r) == "torchrun-rendezvous-timeout"
+    ev = r["evidence"][0]
+    assert "#033" not in ev["text"] and ev.get("rank") == 3, ev
+
+
 def test_invalid_utf8_and_nul_bytes_before_the_error(index):
     data = b"ok\n\xff\xfe\xfa bad bytes \x00\x00 here\n" * 100 + TIMEOUT_LINE.encode()
     r = run_text(index, data)

@@ -11,7 +11,9 @@ import json
 import re
 from datetime import datetime, timezone
 
-ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+# ANSI colour and title codes; rsyslog (EscapeControlCharactersOnReceive, on by default)
+# writes the ESC byte as "#033", so a coloured line shipped through syslog carries "#033[0m"
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|#033\[[0-9;?]*[A-Za-z]")
 
 _MONTHS = {m: i for i, m in enumerate(
     "Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split(), 1)}
@@ -301,7 +303,7 @@ def parse_prefix(text: str) -> tuple[dict, str]:
 
 
 def strip_ansi(text: str) -> str:
-    return ANSI.sub("", text) if "\x1b" in text else text
+    return ANSI.sub("", text) if "\x1b" in text or "#033[" in text else text
 
 
 _SHAPE = [

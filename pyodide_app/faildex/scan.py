@@ -55,10 +55,10 @@ _ERRORISH = re.compile(r"\b(?:[A-Z]\w*(?:Error|Exception)\b|ERROR\b|[Ee]rror:|FA
 
 
 # the words _candidate's own checks look for (error lines, tracebacks), and the marks of a
-# line whose text is read in another form than its bytes: ANSI colours, escapes (a JSON
-# string, a flattened traceback), a shipper's JSON object
+# line whose text is read in another form than its bytes: ANSI colours (as syslog writes
+# them too, lines.ANSI), escapes (a JSON string, a flattened traceback), a shipper's JSON object
 ERROR_WORDS = ("rror", "RROR", "xception", "FATAL")
-REWRITTEN = ("\x1b", "\\", '{"')
+REWRITTEN = ("\x1b", "#033[", "\\", '{"')
 # A buffer with at least this many candidate lines sorts them in bulk (Source._live)
 BULK_LINES = 16
 SCAN_SLICE = 1 << 20      # a chunk is scanned in slices of about this size (Source._scan)
@@ -1062,7 +1062,7 @@ class Source:
             # read, as is a non-ASCII one: the supersets run on bytes, where \w is ASCII. One
             # with escapes is checked as it is and unescaped, as _candidate reads it: vLLM
             # logs every request with its prompt's repr, `\n`s and all)
-            if len(seg) > REPEAT_LINE or not seg.isascii() or b"\x1b" in seg or b'{"' in seg:
+            if len(seg) > REPEAT_LINE or not seg.isascii() or b"\x1b" in seg or b"#033[" in seg or b'{"' in seg:
                 continue
             shapes[start] = shape
             check.append(start)
