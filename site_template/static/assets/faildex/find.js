@@ -18,7 +18,7 @@
   "use strict";
 
   var STRENGTH = { defining: 3, supporting: 2, collateral: 1 };
-  var ANSI = /\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07/g;   // = faildex/lines.py ANSI (tests/test_site.py)
+  var ANSI = /\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|#033\[[0-9;?]*[A-Za-z]/g;   // = faildex/lines.py ANSI (tests/test_site.py)
   var MAX_LINES = 400;      // a pasted log: its last lines hold the error
   var MAX_WORDS = 300;
   var SPECIFIC_DF = 5;      // a word in at most this many entries makes a phrase specific,
