@@ -42,10 +42,15 @@ def looks_like_dump(head: bytes) -> bool:
         text.startswith(b"{") and b'"entries"' in text and b'"version"' in text)
 
 
-def load(name: str, data: bytes) -> dict:
-    """Parse one dump (pickle or JSON) into {name, rank, version, pg_config, pg_status, entries}."""
+def check_size(name: str, data: bytes) -> None:
+    """A dump is read whole: refuse one over MAX_DUMP_BYTES, in one line naming the file."""
     if len(data) > MAX_DUMP_BYTES:
         raise DumpError(f"{name}: {len(data)} bytes is over the {MAX_DUMP_BYTES >> 20} MiB limit for a dump")
+
+
+def load(name: str, data: bytes) -> dict:
+    """Parse one dump (pickle or JSON) into {name, rank, version, pg_config, pg_status, entries}."""
+    check_size(name, data)
     if data[:1] == b"\x80":
         obj = read_pickle(data, name)
         form = "pickle"

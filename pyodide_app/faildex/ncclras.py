@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 
-from .frdump import MAX_DUMP_BYTES, DumpError
+from .frdump import DumpError, _int, check_size
 
 
 def looks_like_ras(head: bytes) -> bool:
@@ -30,8 +30,7 @@ _MISSING_COMMA = re.compile(rb'("nvml_dev": -?\d+)(\s*\n\s*"status")')
 def load(name: str, data: bytes) -> dict:
     """{name, nccl_version, timestamp, comms: [{hash, size, ranks, missing}]}; raises
     DumpError (one line, naming the file)."""
-    if len(data) > MAX_DUMP_BYTES:
-        raise DumpError(f"{name}: {len(data)} bytes is over the {MAX_DUMP_BYTES >> 20} MiB limit for a dump")
+    check_size(name, data)
     try:
         obj = json.loads(data)
     except ValueError:
@@ -81,19 +80,11 @@ def _dicts(items) -> list[dict]:
     return [r for r in items or [] if isinstance(r, dict) and _int(r.get("rank")) is not None]
 
 
-def _int(v):
-    try:
-        return int(v)
-    except (TypeError, ValueError):
-        return None
-
-
 def _rank(r: dict) -> dict:
     status = r.get("status") if isinstance(r.get("status"), dict) else {}
     counts = r.get("collective_counts") if isinstance(r.get("collective_counts"), dict) else {}
     host = str(r.get("host") or "unknown")
     return {"rank": _int(r["rank"]), "host": None if host == "unknown" else host, "pid": _int(r.get("pid")),
-            "async_error": _int(status.get("async_error")) or 0,
             "unresponsive": status.get("unresponsive") is True, "dead": status.get("considered_dead") is True,
             "counts": {str(op): n for op, n in ((op, _int(n)) for op, n in counts.items()) if n is not None}}
 

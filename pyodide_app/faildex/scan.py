@@ -2099,14 +2099,14 @@ def _block_lines(union: list, block: bytes, lines: list[bytes]) -> set[int]:
     each line it touches may hold a signature's match. Mostly repeated lines are searched
     once each (a line that holds a match is found whatever its neighbours; one a match
     only touches may be found or not, and neither can hold a signature's match alone)."""
-    if len(lines) >= 64:
+    if len(lines) >= 64 and len(set(lines)) * 2 <= len(lines):
+        # (told in C first: most blocks of varied lines pay no Python loop for it)
         first: dict[bytes, int] = {}
         for ln in lines:
             first.setdefault(ln, len(first))
-        if len(first) * 2 <= len(lines):
-            uniq = list(first)
-            hit = _block_lines(union, b"\n".join(uniq), uniq)
-            return {k for k, ln in enumerate(lines) if first[ln] in hit}
+        uniq = list(first)
+        hit = _block_lines(union, b"\n".join(uniq), uniq)
+        return {k for k, ln in enumerate(lines) if first[ln] in hit}
     found: set[int] = set()
     offsets = None
     for rx in union:
